@@ -1,0 +1,1 @@
+"""The application: command line, sessions, (later) the OpenGL view, logging and replay."""

@@ -1,0 +1,118 @@
+"""``tightsim`` command line.
+
+    tightsim run SCENARIO [--headless] [--duration S] [--log PATH] [--summary-json PATH]
+    tightsim assets build [--out DIR] [--triangles N]
+
+SCENARIO is a name from config/ (``bolting``, ``peg_in_hole``) or a path to a TOML file.
+Errors in inputs (config, meshes) end the command with one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _fmt_summary(s: dict) -> str:
+    mm, um = 1e3, 1e6
+    lines = [
+        f"scenario            {s['scenario']} ({s['task']})",
+        f"steps               {s['steps']} x {s['dt'] * 1e3:g} ms = {s['simulated_s']:.2f} s simulated in {s['wall_s']:.2f} s",
+        f"step time           mean {s['step_ms_mean']:.2f} ms, median {s['step_ms_median']:.2f} ms, p99 {s['step_ms_p99']:.2f} ms",
+        f"real-time factor    {s['real_time_factor']:.2f}",
+        f"penetration         max {s['max_penetration_m'] * um:.1f} um, mean {s['mean_penetration_m'] * um:.1f} um",
+        "final pose          p = [{}] mm, q(wxyz) = [{}]".format(
+            ", ".join(f"{x * mm:.3f}" for x in s["final_position_m"]),
+            ", ".join(f"{x:.5f}" for x in s["final_quaternion_wxyz"])),
+        f"axial advance       {s['axial_advance_m'] * mm:.3f} mm (along -z, into the static part)",
+        f"rotation about axis {s['rotation_about_axis_rad']:.3f} rad ({s['rotation_about_axis_rev']:.3f} rev)",
+        f"max contact force   {s['max_contact_force_N']:.2f} N",
+    ]
+    if s["task"] == "peg_in_hole":
+        lines.append(f"insertion depth     {s['insertion_depth_m'] * mm:.3f} mm")
+    else:
+        if s["advance_per_rev_m"] is None:
+            lines.append("engaged advance     n/a (nut never engaged the thread)")
+        else:
+            lines.append(f"engaged advance     {s['advance_per_rev_m'] * mm:.4f} mm/rev over "
+                         f"{s['revolutions_measured']:.2f} rev from t = {s['engaged_at_s']:.2f} s")
+    return "\n".join(lines)
+
+
+def _has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def cmd_run(a) -> int:
+    from sim_core import scenario
+    model, state, cfg = scenario.load(a.scenario)
+    if not a.headless:
+        why = "no display" if not _has_display() else "the OpenGL view is not built yet"
+        print(f"tightsim: running headless ({why})", file=sys.stderr)
+    duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
+    log = None
+    if a.log:
+        from app.runlog import RunLog
+        log = RunLog(Path(a.log), cfg)
+    start = state
+    try:
+        res = scenario.simulate(model, state, duration, on_step=log.record if log else None)
+    finally:
+        if log:
+            log.close()
+    summary = scenario.summarize(res, start)
+    print(_fmt_summary(summary))
+    if a.summary_json:
+        Path(a.summary_json).write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+def cmd_assets_build(a) -> int:
+    from sim_core.geometry.assets import build_assets
+    from sim_core.paths import assets_dir
+    out = Path(a.out) if a.out else assets_dir()
+    manifest = build_assets(out, target_triangles=a.triangles)
+    for name, e in manifest["parts"].items():
+        print(f"{name:22s} {e['triangles']:7d} triangles  {e['file']}")
+    print(f"wrote {len(manifest['parts'])} parts and parts/manifest.json under {out}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tightsim", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a scenario (headless when there is no display)")
+    r.add_argument("scenario", help="scenario name in config/ (bolting, peg_in_hole) or a TOML path")
+    r.add_argument("--headless", action="store_true", help="no window; print a summary")
+    r.add_argument("--duration", type=float, metavar="S", help="simulated seconds (default: the config's)")
+    r.add_argument("--log", metavar="PATH", help="write an MCAP log of every step")
+    r.add_argument("--summary-json", metavar="PATH", help="write the summary figures as JSON")
+    r.set_defaults(fn=cmd_run)
+    a = sub.add_parser("assets", help="generated data (part meshes)")
+    asub = a.add_subparsers(dest="assets_cmd", required=True)
+    b = asub.add_parser("build", help="generate part meshes and the manifest (deterministic)")
+    b.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/)")
+    b.add_argument("--triangles", type=int, default=5000, metavar="N",
+                   help="target triangles per part (default 5000)")
+    b.set_defaults(fn=cmd_assets_build)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "duration", None) is not None and args.duration <= 0:
+        print("tightsim: --duration: must be > 0", file=sys.stderr)
+        return 2
+    try:
+        return args.fn(args)
+    except (ValueError, FileNotFoundError) as e:   # ConfigError and mesh errors are ValueErrors
+        if os.environ.get("TIGHTSIM_DEBUG"):
+            raise
+        print(f"tightsim: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

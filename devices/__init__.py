@@ -1,0 +1,1 @@
+"""Device drivers behind one interface: serial, HID, keyboard/mouse, scripted, replay (issue 3)."""

@@ -1,0 +1,1 @@
+"""The 1 kHz side: PMI proxy, four-channel passive coupling, force limits, watchdog (issue 3)."""

@@ -1,0 +1,36 @@
+"""Broad phase: which contact nodes may touch the static part (ARCHITECTURE sec. 4, stage 1).
+
+The static parts are all bounded by an upright cylinder in their own frame, so a node goes on
+only if, expressed in the static frame, it lies inside that cylinder grown by a margin.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .model import Model, State
+
+
+@njit(cache=True)
+def _filter(nodes_b, R_sb, p_sb, r_max, z_lo, z_hi):
+    n = nodes_b.shape[0]
+    keep = np.empty(n, dtype=np.int64)
+    out = np.empty((n, 3))
+    m = 0
+    r2 = r_max * r_max
+    for i in range(n):
+        x = R_sb @ nodes_b[i] + p_sb
+        if z_lo <= x[2] <= z_hi and x[0] * x[0] + x[1] * x[1] <= r2:
+            keep[m] = i
+            out[m] = x
+            m += 1
+    return keep[:m], out[:m]
+
+
+def candidates(model: Model, state: State) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of candidate nodes and their positions in the static frame (m)."""
+    R_sb = model.R_ws.T @ state.R_wb
+    p_sb = model.R_ws.T @ (state.p_w - model.p_ws)
+    r_max, z_min, z_max = model.bounds_s
+    g = model.contact.margin
+    return _filter(model.nodes_b, R_sb, p_sb, r_max + g, z_min - g, z_max + g)

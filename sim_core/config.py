@@ -1,0 +1,178 @@
+"""Scenario configuration: TOML files validated on load against one schema.
+
+Every error is one line naming the file and the dotted key, e.g.
+``config/bolting.toml: contact.friction: must be >= 0, got -0.1``.
+The schema below is also the configuration reference (README.md prints the same table).
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A one-line, file-and-key-naming configuration error."""
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str                 # "float", "int", "str", "vec3", "vec2", "enum"
+    default: Any = None       # None: required
+    lo: float | None = None   # inclusive lower bound
+    hi: float | None = None   # inclusive upper bound
+    gt: float | None = None   # exclusive lower bound
+    choices: tuple = ()
+    unit: str = ""
+    doc: str = ""
+
+
+_WAYPOINT = {
+    "t": Field("float", lo=0.0, unit="s", doc="time of the waypoint"),
+    "position": Field("vec3", unit="m", doc="set position of the moving part's centre (world)"),
+    "yaw_deg": Field("float", 0.0, unit="deg", doc="set rotation about world z"),
+    "tilt_deg": Field("vec2", (0.0, 0.0), unit="deg", doc="set tilt about x then y"),
+}
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "scenario": {
+        "name": Field("str", doc="label printed in the summary"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting"), doc="which task metrics apply"),
+        "duration": Field("float", gt=0.0, unit="s", doc="simulated time of a run"),
+        "dt": Field("float", 0.01, gt=0.0, hi=0.1, unit="s", doc="physics step T"),
+    },
+    "parts": {
+        "static": Field("str", doc="asset name of the fixed part (hole, bolt_M48x5, ...)"),
+        "moving": Field("str", doc="asset name of the moving part (peg, nut_M48x5, ...)"),
+        "density": Field("float", gt=0.0, unit="kg/m^3", doc="density of the moving part"),
+    },
+    "contact": {
+        "friction": Field("float", 0.15, lo=0.0, doc="Coulomb coefficient mu"),
+        "clusters": Field("int", 12, lo=1, doc="M_c, representatives after k-means"),
+        "band": Field("float", 2e-4, lo=0.0, unit="m",
+                      doc="nodes with signed distance below this are contact candidates"),
+        "broadphase_margin": Field("float", 2e-3, lo=0.0, unit="m",
+                                   doc="slack around the static part's bounding volume"),
+        "normal_scale": Field("float", 0.01, gt=0.0, unit="m",
+                              doc="weight of the normal in k-means features [x, s n]"),
+        "penetration_gain": Field("float", 0.2, lo=0.0, hi=1.0,
+                                  doc="fraction of a penetration removed per step (Signorini bias)"),
+        "pgs_iterations": Field("int", 50, lo=1, doc="projected Gauss-Seidel sweeps (max)"),
+        "pgs_tolerance": Field("float", 1e-10, gt=0.0, unit="N",
+                               doc="stop when no force changes by more than this"),
+    },
+    "drive": {
+        "stiffness_linear": Field("vec3", unit="N/m", lo=0.0, doc="spring to the set position (world x y z)"),
+        "damping_linear": Field("vec3", unit="N s/m", lo=0.0, doc="damper to the set velocity"),
+        "stiffness_angular": Field("vec3", unit="N m/rad", lo=0.0, doc="spring to the set rotation (body axes)"),
+        "damping_angular": Field("vec3", unit="N m s/rad", lo=0.0, doc="damper to the set angular velocity"),
+    },
+    "start": {
+        "position": Field("vec3", unit="m", doc="initial centre of the moving part (world)"),
+        "yaw_deg": Field("float", 0.0, unit="deg", doc="initial rotation about world z"),
+        "tilt_deg": Field("vec2", (0.0, 0.0), unit="deg", doc="initial tilt about x then y"),
+    },
+}
+ARRAYS = {"waypoints": _WAYPOINT}   # [[waypoints]] tables, at least two, times increasing
+
+
+def _check_value(where: str, f: Field, v: Any) -> Any:
+    def num(x):
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {x!r}")
+        x = float(x)
+        if not math.isfinite(x):
+            raise ConfigError(f"{where}: must be finite, got {x!r}")
+        if f.lo is not None and x < f.lo:
+            raise ConfigError(f"{where}: must be >= {f.lo:g}, got {x:g}")
+        if f.gt is not None and x <= f.gt:
+            raise ConfigError(f"{where}: must be > {f.gt:g}, got {x:g}")
+        if f.hi is not None and x > f.hi:
+            raise ConfigError(f"{where}: must be <= {f.hi:g}, got {x:g}")
+        return x
+
+    if f.kind == "str":
+        if not isinstance(v, str) or not v:
+            raise ConfigError(f"{where}: expected a non-empty string, got {v!r}")
+        return v
+    if f.kind == "enum":
+        if v not in f.choices:
+            raise ConfigError(f"{where}: expected one of {', '.join(f.choices)}, got {v!r}")
+        return v
+    if f.kind == "int":
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"{where}: expected an integer, got {v!r}")
+        return int(num(v))
+    if f.kind == "float":
+        return num(v)
+    n = 3 if f.kind == "vec3" else 2
+    if not isinstance(v, (list, tuple)) or len(v) != n:
+        raise ConfigError(f"{where}: expected a list of {n} numbers, got {v!r}")
+    return tuple(num(x) for x in v)
+
+
+def _check_table(where: str, schema: dict[str, Field], table: Any) -> dict:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table, got {type(table).__name__}")
+    for k in table:
+        if k not in schema:
+            raise ConfigError(f"{where}.{k}: unknown key (known: {', '.join(schema)})")
+    out = {}
+    for k, f in schema.items():
+        if k in table:
+            out[k] = _check_value(f"{where}.{k}", f, table[k])
+        elif f.default is None:
+            raise ConfigError(f"{where}.{k}: required key missing")
+        else:
+            out[k] = f.default
+    return out
+
+
+def validate(raw: dict, src: str) -> dict:
+    """Validate a parsed TOML document; returns a dict with every default filled in."""
+    def err(msg):
+        return ConfigError(f"{src}: {msg}")
+
+    try:
+        for k in raw:
+            if k not in SCHEMA and k not in ARRAYS:
+                raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS])})")
+        cfg = {sec: _check_table(sec, schema, raw.get(sec, {})) for sec, schema in SCHEMA.items()}
+        wps = raw.get("waypoints")
+        if not isinstance(wps, list) or len(wps) < 2:
+            raise ConfigError("waypoints: need at least two [[waypoints]] tables")
+        cfg["waypoints"] = [_check_table(f"waypoints[{i}]", _WAYPOINT, w) for i, w in enumerate(wps)]
+        ts = [w["t"] for w in cfg["waypoints"]]
+        for i in range(1, len(ts)):
+            if ts[i] <= ts[i - 1]:
+                raise ConfigError(f"waypoints[{i}].t: times must increase, got {ts[i]:g} after {ts[i-1]:g}")
+    except ConfigError as e:
+        raise err(str(e)) from None
+    return cfg
+
+
+def load(path: Path | str) -> dict:
+    """Read and validate a scenario TOML file (one-line ConfigError on any problem)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    return validate(raw, str(path))
+
+
+def reference_markdown() -> str:
+    """The configuration reference as a Markdown table (kept in README.md)."""
+    rows = ["| key | type | default | unit | meaning |", "|---|---|---|---|---|"]
+    for sec, schema in [*SCHEMA.items(), *[(f"[[{k}]]", v) for k, v in ARRAYS.items()]]:
+        for k, f in schema.items():
+            d = "required" if f.default is None else repr(f.default)
+            kind = f.kind if f.kind != "enum" else " / ".join(f.choices)
+            rows.append(f"| `{sec}.{k}` | {kind} | {d} | {f.unit} | {f.doc} |")
+    return "\n".join(rows)

@@ -1,0 +1,79 @@
+"""Scenario configs: the shipped ones validate; malformed ones give one line naming file and key."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim_core import config
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = sorted((ROOT / "config").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_configs_validate(path):
+    cfg = config.load(path)
+    assert cfg["scenario"]["dt"] > 0
+    assert len(cfg["waypoints"]) >= 2
+
+
+def _write(tmp_path, text):
+    good = (ROOT / "config" / "bolting.toml").read_text()
+    p = tmp_path / "bad.toml"
+    p.write_text(text(good))
+    return p
+
+
+BAD = {
+    "unknown key": (lambda g: g.replace("friction = 0.15", "friction = 0.15\nfricton = 0.2"),
+                    "contact.fricton", "unknown key"),
+    "unknown section": (lambda g: g + "\n[extra]\nx = 1\n", "extra", "unknown key"),
+    "wrong type": (lambda g: g.replace("clusters = 12", 'clusters = "twelve"'),
+                   "contact.clusters", "expected an integer"),
+    "negative size": (lambda g: g.replace("band = 0.0002", "band = -0.0002"),
+                      "contact.band", "must be >= 0"),
+    "negative density": (lambda g: g.replace("density = 7850.0", "density = -1.0"),
+                         "parts.density", "must be > 0"),
+    "short vector": (lambda g: g.replace("stiffness_linear = [2000.0, 2000.0, 400.0]",
+                                         "stiffness_linear = [2000.0, 400.0]"),
+                     "drive.stiffness_linear", "list of 3 numbers"),
+    "missing key": (lambda g: g.replace('task = "bolting"\n', ""), "scenario.task", "required"),
+    "bad enum": (lambda g: g.replace('task = "bolting"', 'task = "welding"'), "scenario.task", "one of"),
+    "time order": (lambda g: g.replace("t = 4.6", "t = 0.3"), "waypoints[2].t", "times must increase"),
+    "not toml": (lambda g: g + "\n[[[", "", "not valid TOML"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD), ids=list(BAD))
+def test_malformed_config_one_line_error(tmp_path, case):
+    edit, key, words = BAD[case]
+    p = _write(tmp_path, edit)
+    with pytest.raises(config.ConfigError) as ei:
+        config.load(p)
+    msg = str(ei.value)
+    assert "\n" not in msg
+    assert str(p) in msg and key in msg and words in msg
+
+
+def test_cli_reports_config_error_in_one_line(tmp_path):
+    p = _write(tmp_path, lambda g: g.replace("band = 0.0002", "band = -0.0002"))
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(p), "--headless"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "contact.band" in err and str(p) in err
+
+
+def test_unknown_part_names_the_key(tmp_path):
+    from sim_core import scenario
+    p = _write(tmp_path, lambda g: g.replace('moving = "nut_M48x5"', 'moving = "nut_M99"'))
+    with pytest.raises(config.ConfigError, match=r"parts\.moving: unknown part 'nut_M99'"):
+        scenario.load(str(p))
+
+
+def test_reference_table_lists_every_key():
+    md = config.reference_markdown()
+    for sec, schema in config.SCHEMA.items():
+        for k in schema:
+            assert f"`{sec}.{k}`" in md
