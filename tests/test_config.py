@@ -77,3 +77,8 @@ def test_reference_table_lists_every_key():
     for sec, schema in config.SCHEMA.items():
         for k in schema:
             assert f"`{sec}.{k}`" in md
+
+
+def test_readme_reference_is_current():
+    """README.md's configuration reference is generated from the schema; keep them equal."""
+    assert config.reference_markdown() in (ROOT / "README.md").read_text()
