@@ -40,7 +40,7 @@ BAD = {
                      "drive.stiffness_linear", "list of 3 numbers"),
     "missing key": (lambda g: g.replace('task = "bolting"\n', ""), "scenario.task", "required"),
     "bad enum": (lambda g: g.replace('task = "bolting"', 'task = "welding"'), "scenario.task", "one of"),
-    "time order": (lambda g: g.replace("t = 4.6", "t = 0.3"), "waypoints[2].t", "times must increase"),
+    "time order": (lambda g: g.replace("t = 5.6", "t = 0.3"), "waypoints[2].t", "times must increase"),
     "not toml": (lambda g: g + "\n[[[", "", "not valid TOML"),
 }
 
