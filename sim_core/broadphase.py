@@ -27,10 +27,11 @@ def _filter(nodes_b, R_sb, p_sb, r_max, z_lo, z_hi):
     return keep[:m], out[:m]
 
 
-def candidates(model: Model, state: State) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of candidate nodes and their positions in the static frame (m)."""
+def candidates(model: Model, state: State, reach: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of candidate nodes and their positions in the static frame (m); the bounding
+    cylinder grows by the configured margin or the speculative reach, whichever is larger."""
     R_sb = model.R_ws.T @ state.R_wb
     p_sb = model.R_ws.T @ (state.p_w - model.p_ws)
     r_max, z_min, z_max = model.bounds_s
-    g = model.contact.margin
+    g = max(model.contact.margin, reach)
     return _filter(model.nodes_b, R_sb, p_sb, r_max + g, z_min - g, z_max + g)

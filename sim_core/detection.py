@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Contacts, Model
+from .model import Contacts, Model, State
 
 
-def detect(model: Model, x_s: np.ndarray) -> tuple[Contacts, np.ndarray]:
+def reach(model: Model, state: State) -> float:
+    """Speculative contact distance (m): the configured band plus how far any node can move
+    in one step, so a fast approach cannot jump from "no contact" to a deep penetration."""
+    v, w = state.V[:3], state.V[3:]
+    return model.contact.band + model.dt * (float(np.linalg.norm(v)) + float(np.linalg.norm(w)) * model.node_radius)
+
+
+def detect(model: Model, x_s: np.ndarray, band: float) -> tuple[Contacts, np.ndarray]:
     """Signed distance of candidate nodes; returns (contacts with d < band, all distances).
 
     x_s: (n,3) candidate node positions in the static frame (from the broad phase).
@@ -19,7 +26,7 @@ def detect(model: Model, x_s: np.ndarray) -> tuple[Contacts, np.ndarray]:
     if x_s.shape[0] == 0:
         return Contacts.empty(), np.zeros(0)
     d, g_s = model.sdf.query(x_s)
-    sel = d < model.contact.band
+    sel = d < band
     x_w = x_s[sel] @ model.R_ws.T + model.p_ws
     n_w = g_s[sel] @ model.R_ws.T
     return Contacts(x_w, n_w, d[sel]), d

@@ -42,6 +42,7 @@ class Model:
     waypoints_t: np.ndarray   # (W,) s
     waypoints_p: np.ndarray   # (W,3) m, set COM position (world)
     waypoints_rot: np.ndarray  # (W,3) rad: yaw about z, tilt about x, tilt about y
+    node_radius: float = 0.0  # m, largest |nodes_b| (bounds node speed from the twist)
     static_dims: dict = field(default_factory=dict)
     moving_dims: dict = field(default_factory=dict)
 

@@ -34,9 +34,10 @@ def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
     info = StepInfo()
     clock = time.perf_counter
     t0 = clock()
-    idx, x_s = broadphase.candidates(model, state)
+    reach = detection.reach(model, state)
+    idx, x_s = broadphase.candidates(model, state, reach)
     t1 = clock()
-    nodes, d_all = detection.detect(model, x_s)
+    nodes, d_all = detection.detect(model, x_s, reach)
     t2 = clock()
     reps = clustering.kmeans(nodes, model.contact.clusters, model.contact.normal_scale)
     t3 = clock()
@@ -47,7 +48,7 @@ def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
     if len(reps):
         G, _ = solver_pgs.contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
         c = model.contact
-        lam, V_next, info.sweeps = solver_pgs.pgs(G, A_inv, V_free, reps.d, model.dt, c.mu, c.beta,
+        lam, V_next, info.sweeps = solver_pgs.pgs(G, A_inv, V_free, state.V, reps.d, model.dt, c.mu, c.beta,
                                                   c.pgs_iterations, c.pgs_tolerance,
                                                   np.zeros((len(reps), 3)))
         info.contact_wrench = solver_pgs.contact_wrench(G, lam)

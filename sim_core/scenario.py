@@ -80,6 +80,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         waypoints_t=np.array([w["t"] for w in wps]),
         waypoints_p=np.array([w["position"] for w in wps]),
         waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
+        node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
         static_dims=static.dimensions(), moving_dims=moving.dimensions(),
     )
     st = cfg["start"]

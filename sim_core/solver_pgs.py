@@ -5,9 +5,10 @@ frame C_i = [n t1 t2] (world axes).  With the PMI system A V+ = b + sum G_i^T la
 (``pmi.system``), G_i = C_i^T J_i and J_i = [I, -R S(r_i)] (node velocity in world axes from
 the twist [v_w; w_b], r_i the node's body-axis offset from the COM), the contact velocity is
 u_i = G_i V+.  Conditions, velocity level on V_{k+1} (seed 000 eqs. (2), (3)):
-  * Signorini with penetration correction: 0 <= lambda_n  _|_  u_n - b_n >= 0, where
-    b_n = -d/T for a gap d >= 0 (the gap may close, not more) and b_n = -beta d / T for a
-    penetration d < 0 (a fraction beta of it is pushed out per step);
+  * Signorini with penetration correction: 0 <= lambda_n  _|_  u_n - b_n >= 0, where for a
+    gap d >= 0, b_n = min(0, -2d/T - u_n,k) (the pose moves with the midpoint velocity, so
+    this closes the gap exactly by the end of the step without asking for a rebound), and
+    for a penetration d < 0, b_n = -beta d / T (a fraction beta pushed out per step);
   * Coulomb cone ||lambda_t|| <= mu lambda_n (the exact disk, not a pyramid).
 Each sweep solves contact i's normal row with the others fixed, then its tangential 2x2 block
 and projects onto the disk -- the classic PGS that the seed solver will be compared with.
@@ -53,7 +54,7 @@ def contact_jacobians(x_w, n_w, p_w, R_wb):
 
 
 @njit(cache=True)
-def pgs(G, A_inv, V_free, d, T, mu, beta, iterations, tol, lam0):
+def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     """Projected Gauss-Seidel; returns (lambda (m,3), V+ (6,), sweeps used)."""
     m = G.shape[0]
     lam = lam0.copy()
@@ -68,7 +69,13 @@ def pgs(G, A_inv, V_free, d, T, mu, beta, iterations, tol, lam0):
         V += AG[i] @ lam[i]
     b = np.empty(m)
     for i in range(m):
-        b[i] = -d[i] / T if d[i] >= 0.0 else -beta * d[i] / T
+        if d[i] >= 0.0:
+            # speculative gap: the pose moves with the midpoint velocity, so allow the
+            # approach that closes the gap by the end of the step, T (u_k + u_k+1)/2 = -d,
+            # and never demand a rebound (cap at 0)
+            b[i] = min(0.0, -2.0 * d[i] / T - G[i, 0] @ V_prev)
+        else:
+            b[i] = -beta * d[i] / T
     sweeps = 0
     for it in range(iterations):
         sweeps = it + 1

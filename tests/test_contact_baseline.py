@@ -27,7 +27,7 @@ def _box_on_plane(fx, mu, d=0.0, m=2.0, corners=None):
     A, b = pmi.system(m, J, np.zeros(6), T, F, np.zeros((6, 6)))
     A_inv = np.linalg.inv(A)
     G, _ = solver_pgs.contact_jacobians(x_w, n_w, p, R)
-    lam, V, _ = solver_pgs.pgs(G, A_inv, A_inv @ b, np.full(k, d), T, mu, 0.2, PGS_SWEEPS, 0.0,
+    lam, V, _ = solver_pgs.pgs(G, A_inv, A_inv @ b, np.zeros(6), np.full(k, d), T, mu, 0.2, PGS_SWEEPS, 0.0,
                                np.zeros((k, 3)))
     return V, lam, G
 

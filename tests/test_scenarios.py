@@ -1,0 +1,92 @@
+"""Both scenarios headless: short smoke runs, determinism, and the issue's task figures."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim_core import scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+PITCH = 5e-3
+ADVANCE_TOL = 0.05           # the issue: 5 mm per revolution within +-5 %
+MIN_INSERTION = 30e-3        # the issue: the peg reaches >= 30 mm
+# Sanity bound only (the figures are reported, not targets): a baseline that lets a node
+# sink a full millimetre into a part with 32.5 um clearance is broken.
+PENETRATION_SANITY = 1e-3
+
+
+@pytest.fixture(scope="module")
+def full_runs():
+    out = {}
+    for name in ("peg_in_hole", "bolting"):
+        model, state, cfg = scenario.load(name)
+        res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+        out[name] = (res, scenario.summarize(res, state))
+    return out
+
+
+@pytest.mark.parametrize("name", ["peg_in_hole", "bolting"])
+def test_scenario_smoke(name):
+    model, state, _ = scenario.load(name)
+    res = scenario.simulate(model, state, 0.2)
+    s = scenario.summarize(res, state)
+    assert s["steps"] == 20
+    assert all(np.isfinite(s["final_position_m"]))
+    assert s["max_penetration_m"] >= 0.0
+
+
+@pytest.mark.parametrize("name", ["peg_in_hole", "bolting"])
+def test_runs_repeat_exactly(name):
+    model, state, _ = scenario.load(name)
+    a = scenario.simulate(model, state, 0.3)
+    b = scenario.simulate(model, state, 0.3)
+    assert np.array_equal(np.array(a.p_w), np.array(b.p_w))
+
+
+def test_bolting_advances_one_pitch_per_revolution(full_runs):
+    res, s = full_runs["bolting"]
+    assert s["engaged_at_s"] is not None, "the nut never engaged the thread"
+    assert s["revolutions_measured"] >= 3.0 - 1e-9
+    assert s["advance_per_rev_m"] == pytest.approx(PITCH, rel=ADVANCE_TOL)
+    assert s["rotation_about_axis_rev"] < -3.0            # clockwise (fastening) turns
+    assert 0.0 <= s["max_penetration_m"] < PENETRATION_SANITY
+
+
+def test_bolting_nut_does_not_advance_without_turning(full_runs):
+    """Before the turning starts (t < 0.6 s) the pushed nut must rest on the thread, not
+    slide down it: the advance comes from the screw motion only."""
+    res, _ = full_runs["bolting"]
+    t = np.array(res.t)
+    z = np.array(res.p_w)[:, 2]
+    rest = z[(t > 0.45) & (t <= 0.6)]
+    assert rest.max() - rest.min() < 0.2e-3
+
+
+def test_peg_is_inserted(full_runs):
+    res, s = full_runs["peg_in_hole"]
+    assert s["insertion_depth_m"] >= MIN_INSERTION
+    assert 0.0 <= s["max_penetration_m"] < PENETRATION_SANITY
+    # the contact corrected the offset: the peg's axis is inside the bore's clearance
+    assert math.hypot(*s["final_position_m"][:2]) < 0.1e-3
+
+
+def test_cli_headless_summary_and_json(tmp_path):
+    out = tmp_path / "s.json"
+    log = tmp_path / "run.mcap"
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", "peg_in_hole", "--headless",
+                        "--duration", "0.1", "--summary-json", str(out), "--log", str(log)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    for words in ("steps", "real-time factor", "penetration", "final pose", "axial advance",
+                  "rotation about axis", "insertion depth"):
+        assert words in r.stdout
+    s = json.loads(out.read_text())
+    assert s["steps"] == 10 and "step_ms_p99" in s and "max_penetration_m" in s
+    from mcap.reader import make_reader
+    with open(log, "rb") as f:
+        topics = [ch.topic for _, ch, _ in make_reader(f).iter_messages()]
+    assert topics.count("/part_state") == 10 and topics.count("/config") == 1
