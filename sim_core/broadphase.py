@@ -19,10 +19,15 @@ def _filter(nodes_b, R_sb, p_sb, r_max, z_lo, z_hi):
     m = 0
     r2 = r_max * r_max
     for i in range(n):
-        x = R_sb @ nodes_b[i] + p_sb
-        if z_lo <= x[2] <= z_hi and x[0] * x[0] + x[1] * x[1] <= r2:
+        a, b, c = nodes_b[i, 0], nodes_b[i, 1], nodes_b[i, 2]
+        z = R_sb[2, 0] * a + R_sb[2, 1] * b + R_sb[2, 2] * c + p_sb[2]
+        if z < z_lo or z > z_hi:
+            continue
+        x = R_sb[0, 0] * a + R_sb[0, 1] * b + R_sb[0, 2] * c + p_sb[0]
+        y = R_sb[1, 0] * a + R_sb[1, 1] * b + R_sb[1, 2] * c + p_sb[1]
+        if x * x + y * y <= r2:
             keep[m] = i
-            out[m] = x
+            out[m, 0], out[m, 1], out[m, 2] = x, y, z
             m += 1
     return keep[:m], out[:m]
 
