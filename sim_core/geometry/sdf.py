@@ -99,6 +99,24 @@ _JIT = dict(cache=True, fastmath=False, nogil=True)
 # --------------------------------------------------------------------------------------------
 
 @nb.njit(**_JIT)
+def _seg(x, z, ar, az, br, bz):
+    """Squared distance from (x, z) to the segment a-b, the closest point and its parameter."""
+    dr = br - ar
+    dz = bz - az
+    l2 = dr * dr + dz * dz
+    t = 0.0
+    if l2 > 0.0:
+        t = ((x - ar) * dr + (z - az) * dz) / l2
+        if t < 0.0:
+            t = 0.0
+        elif t > 1.0:
+            t = 1.0
+    pr = ar + t * dr
+    pz = az + t * dz
+    return (x - pr) * (x - pr) + (z - pz) * (z - pz), pr, pz, t
+
+
+@nb.njit(**_JIT)
 def _poly_sd2(r, z, poly):
     """Signed 2-D distance from (r, z) to the closed polygon ``poly`` (CCW, material left);
     edges lying on the axis (r = 0 at both ends) are not surface.  Returns
@@ -123,23 +141,14 @@ def _poly_sd2(r, z, poly):
                 inside = not inside
         if ar == 0.0 and br == 0.0:
             continue
-        dr = br - ar
-        dz = bz - az
-        l2 = dr * dr + dz * dz
-        t = 0.0
-        if l2 > 0.0:
-            t = ((r - ar) * dr + (z - az) * dz) / l2
-            if t < 0.0:
-                t = 0.0
-            elif t > 1.0:
-                t = 1.0
-        pr = ar + t * dr
-        pz = az + t * dz
-        d2 = (r - pr) * (r - pr) + (z - pz) * (z - pz)
+        d2, pr, pz, t = _seg(r, z, ar, az, br, bz)
         if d2 < best:
             best = d2
             cr = pr
             cz = pz
+            dr = br - ar
+            dz = bz - az
+            l2 = dr * dr + dz * dz
             ln = math.sqrt(l2) if l2 > 0.0 else 1.0
             nr = dz / ln          # right-hand normal of a CCW edge = outward
             nz = -dr / ln
@@ -255,23 +264,6 @@ def _slope(kind, zm, s, prm, kb, kv):
     if kind == _KIND_E:
         return -1.0 if zm > prm[5] else 0.0
     return 0.0
-
-
-@nb.njit(**_JIT)
-def _seg(x, z, ar, az, br, bz):
-    dr = br - ar
-    dz = bz - az
-    l2 = dr * dr + dz * dz
-    t = 0.0
-    if l2 > 0.0:
-        t = ((x - ar) * dr + (z - az) * dz) / l2
-        if t < 0.0:
-            t = 0.0
-        elif t > 1.0:
-            t = 1.0
-    pr = ar + t * dr
-    pz = az + t * dz
-    return (x - pr) * (x - pr) + (z - pz) * (z - pz), pr, pz, t
 
 
 @nb.njit(**_JIT)
