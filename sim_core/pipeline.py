@@ -21,7 +21,7 @@ STAGES = ("broadphase", "detection", "clustering", "solving", "integration")
 class StepInfo:
     """What a step measured (for summaries, benchmarks and tests)."""
     n_candidates: int = 0
-    n_contacts: int = 0            # nodes with d < band
+    n_contacts: int = 0            # nodes closer than the speculative reach
     n_clusters: int = 0
     max_penetration: float = 0.0   # m, deepest node at the start of the step (>= 0)
     mean_penetration: float = 0.0  # m, mean depth over penetrating nodes (0 if none)
@@ -30,40 +30,37 @@ class StepInfo:
     times: dict = field(default_factory=dict)   # stage -> seconds
 
 
+class _Laps:
+    """Seconds spent in each stage, measured between consecutive ``lap`` calls."""
+
+    def __init__(self):
+        self.times: dict = {}
+        self._t = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.times[stage] = now - self._t
+        self._t = now
+
+
 def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
-    info = StepInfo()
-    clock = time.perf_counter
-    t0 = clock()
+    laps = _Laps()
     reach = detection.reach(model, state)
     idx, x_s = broadphase.candidates(model, state, reach)
-    t1 = clock()
+    laps.lap("broadphase")
     nodes, d_all = detection.detect(model, x_s, reach)
-    t2 = clock()
+    laps.lap("detection")
     reps = clustering.kmeans(nodes, model.contact.clusters, model.contact.normal_scale)
-    t3 = clock()
+    laps.lap("clustering")
     F0, B = drive.linearize(model, state, inp)
-    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
-    A_inv = np.linalg.inv(A)
-    V_free = A_inv @ b
-    if len(reps):
-        G, _ = solver_pgs.contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
-        c = model.contact
-        lam, V_next, info.sweeps = solver_pgs.pgs(G, A_inv, V_free, state.V, reps.d, model.dt, c.mu, c.beta,
-                                                  c.pgs_iterations, c.pgs_tolerance,
-                                                  np.zeros((len(reps), 3)))
-        info.contact_wrench = solver_pgs.contact_wrench(G, lam)
-    else:
-        V_next = V_free
-    t4 = clock()
+    V_next, wrench, sweeps = solver_pgs.solve(model, state, reps, F0, B)
+    laps.lap("solving")
     p_next, R_next = pmi.advance(state.p_w, state.R_wb, state.V, V_next, model.dt)
-    t5 = clock()
+    laps.lap("integration")
 
-    info.times = dict(zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)))
-    info.n_candidates = int(idx.shape[0])
-    info.n_contacts = len(nodes)
-    info.n_clusters = len(reps)
     pen = -d_all[d_all < 0.0]
-    if pen.size:
-        info.max_penetration = float(pen.max())
-        info.mean_penetration = float(pen.mean())
+    info = StepInfo(n_candidates=int(idx.shape[0]), n_contacts=len(nodes), n_clusters=len(reps),
+                    max_penetration=float(pen.max()) if pen.size else 0.0,
+                    mean_penetration=float(pen.mean()) if pen.size else 0.0,
+                    contact_wrench=wrench, sweeps=sweeps, times=laps.times)
     return State(state.t + model.dt, p_next, R_next, V_next), info
