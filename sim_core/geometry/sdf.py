@@ -267,6 +267,16 @@ def _slope(kind, zm, s, prm, kb, kv):
 
 
 @nb.njit(**_JIT)
+def _crossing(f0, f1, label, ts, lab, n):
+    """Append the root of the linear f (f0 at t = 0, f1 at t = 1) if it is inside (0, 1)."""
+    if (f0 < 0.0 and f1 > 0.0) or (f0 > 0.0 and f1 < 0.0):
+        ts[n] = f0 / (f0 - f1)
+        lab[n] = label
+        n += 1
+    return n
+
+
+@nb.njit(**_JIT)
 def _section(alpha, x, z, w, prm, kb, kv, fk, ts):
     """Exact 2-D distance^2 from (x, z) (x may be negative) to the part of the section
     boundary S_alpha with |z' - z| <= w.
@@ -348,24 +358,9 @@ def _section(alpha, x, z, w, prm, kb, kv, fk, ts):
         n = 1
         ts[0] = 0.0
         lab[0] = 0.0
-        f0 = Ta - Ca
-        f1 = Tb - Cb
-        if (f0 < 0.0 and f1 > 0.0) or (f0 > 0.0 and f1 < 0.0):
-            ts[n] = f0 / (f0 - f1)
-            lab[n] = 1.0
-            n += 1
-        f0 = Ta - Ea
-        f1 = Tb - Eb
-        if (f0 < 0.0 and f1 > 0.0) or (f0 > 0.0 and f1 < 0.0):
-            ts[n] = f0 / (f0 - f1)
-            lab[n] = 2.0
-            n += 1
-        f0 = Ca - Ea
-        f1 = Cb - Eb
-        if (f0 < 0.0 and f1 > 0.0) or (f0 > 0.0 and f1 < 0.0):
-            ts[n] = f0 / (f0 - f1)
-            lab[n] = 3.0
-            n += 1
+        n = _crossing(Ta - Ca, Tb - Cb, 1.0, ts, lab, n)
+        n = _crossing(Ta - Ea, Tb - Eb, 2.0, ts, lab, n)
+        n = _crossing(Ca - Ea, Cb - Eb, 3.0, ts, lab, n)
         ts[n] = 1.0
         lab[n] = 4.0
         n += 1
