@@ -2,6 +2,8 @@
 
     tightsim run SCENARIO [--headless] [--duration S] [--log PATH] [--summary-json PATH]
     tightsim assets build [--out DIR] [--triangles N]
+    tightsim replay LOG [--verify]
+    tightsim log info LOG
 
 SCENARIO is a name from config/ (``bolting``, ``peg_in_hole``) or a path to a TOML file.
 Errors in inputs (config, meshes) end the command with one line on stderr and exit code 2.
@@ -54,11 +56,14 @@ def cmd_run(a) -> int:
     duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
     log = None
     if a.log:
-        from app.runlog import RunLog
-        log = RunLog(Path(a.log), cfg)
+        from app.log import LogWriter
+        log = LogWriter(a.log)
+        log.put("/config", 0.0, cfg)
+        log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True})
+        log.part_state(state)
     start = state
     try:
-        res = scenario.simulate(model, state, duration, on_step=log.record if log else None)
+        res = scenario.simulate(model, state, duration, on_step=log.physics_step if log else None)
     finally:
         if log:
             log.close()
@@ -80,6 +85,25 @@ def cmd_assets_build(a) -> int:
     return 0
 
 
+def cmd_replay(a) -> int:
+    from app.log import read_log, replay
+    log = read_log(a.log)
+    n, ep, ev = replay(log, verify=a.verify)
+    print(f"replayed {n} physics steps from {a.log}" + (" (log was cut; replayed up to the cut)" if log.truncated else ""))
+    if a.verify:
+        ok = ep <= a.tolerance and ev <= a.tolerance
+        print(f"max deviation from the logged trajectory: pose {ep:.3e}, twist {ev:.3e} -> "
+              + ("MATCH" if ok else "MISMATCH") + (" (bitwise)" if ep == 0 and ev == 0 else ""))
+        return 0 if ok else 1
+    return 0
+
+
+def cmd_log_info(a) -> int:
+    from app.log import info, read_log
+    print(info(read_log(a.log)))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tightsim", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -97,6 +121,17 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--triangles", type=int, default=5000, metavar="N",
                    help="target triangles per part (default 5000)")
     b.set_defaults(fn=cmd_assets_build)
+    rp = sub.add_parser("replay", help="re-run the physics from a log's inputs")
+    rp.add_argument("log", help="MCAP log written by tightsim run --log")
+    rp.add_argument("--verify", action="store_true", help="compare with the logged trajectory (exit 1 on mismatch)")
+    rp.add_argument("--tolerance", type=float, default=0.0, metavar="X",
+                    help="allowed max deviation (default 0: bitwise)")
+    rp.set_defaults(fn=cmd_replay)
+    lg = sub.add_parser("log", help="inspect logs")
+    lsub = lg.add_subparsers(dest="log_cmd", required=True)
+    li = lsub.add_parser("info", help="summarise a log (works on logs cut mid-way)")
+    li.add_argument("log", help="MCAP log")
+    li.set_defaults(fn=cmd_log_info)
     return p
 
 

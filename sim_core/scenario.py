@@ -150,6 +150,7 @@ def simulate(model: Model, state: State, duration: float, on_step=None) -> RunRe
     for _ in range(n):
         inp = inputs_at(model, state.t)
         t0 = time.perf_counter()
+        prev = state
         nxt, info = pipeline.step(model, state, inp)
         res.step_times.append(time.perf_counter() - t0)
         # rotation about the static axis, integrated with the midpoint angular velocity
@@ -165,7 +166,7 @@ def simulate(model: Model, state: State, duration: float, on_step=None) -> RunRe
         res.mean_pen.append(info.mean_penetration)
         res.force.append(float(np.linalg.norm(info.contact_wrench[:3])))
         if on_step is not None:
-            on_step(state, inp, info)
+            on_step(prev, inp, state, info)
         if not np.all(np.isfinite(state.V)):
             raise FloatingPointError(f"{model.name}: simulation diverged at t = {state.t:.3f} s")
     res.wall = time.perf_counter() - w0
