@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import broadphase, clustering, detection, drive, pmi, solver_pgs
-from .model import Inputs, Model, State
+from .model import Contacts, Inputs, Model, State
 
 STAGES = ("broadphase", "detection", "clustering", "solving", "integration")
 
@@ -27,6 +27,8 @@ class StepInfo:
     mean_penetration: float = 0.0  # m, mean depth over penetrating nodes (0 if none)
     contact_wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))
     sweeps: int = 0
+    contacts: Contacts | None = None   # the clustered contacts the solver used (world)
+    forces_w: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (M,3) N, at each
     times: dict = field(default_factory=dict)   # stage -> seconds
 
 
@@ -53,7 +55,7 @@ def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
     reps = clustering.kmeans(nodes, model.contact.clusters, model.contact.normal_scale)
     laps.lap("clustering")
     F0, B = drive.linearize(model, state, inp)
-    V_next, wrench, sweeps = solver_pgs.solve(model, state, reps, F0, B)
+    V_next, wrench, sweeps, forces_w = solver_pgs.solve(model, state, reps, F0, B)
     laps.lap("solving")
     p_next, R_next = pmi.advance(state.p_w, state.R_wb, state.V, V_next, model.dt)
     laps.lap("integration")
@@ -62,5 +64,6 @@ def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
     info = StepInfo(n_candidates=int(idx.shape[0]), n_contacts=len(nodes), n_clusters=len(reps),
                     max_penetration=float(pen.max()) if pen.size else 0.0,
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
-                    contact_wrench=wrench, sweeps=sweeps, times=laps.times)
+                    contact_wrench=wrench, sweeps=sweeps, contacts=reps, forces_w=forces_w,
+                    times=laps.times)
     return State(state.t + model.dt, p_next, R_next, V_next), info

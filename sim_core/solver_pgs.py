@@ -115,17 +115,18 @@ def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
 def solve(model, state, reps, F0: np.ndarray, B: np.ndarray):
     """The solving stage: PMI system with the drive wrench F0 - B V+ and the contacts.
 
-    Returns (V_{k+1} (6,), contact wrench [f world; tau body] (6,), sweeps used)."""
+    Returns (V_{k+1} (6,), contact wrench [f world; tau body] (6,), sweeps used, force at each
+    contact in world axes (m,3))."""
     A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
     A_inv = np.linalg.inv(A)
     V_free = A_inv @ b
     if len(reps) == 0:
-        return V_free, np.zeros(6), 0
-    G, _ = contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
+        return V_free, np.zeros(6), 0, np.zeros((0, 3))
+    G, Cf = contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
     c = model.contact
     lam, V_next, sweeps = pgs(G, A_inv, V_free, state.V, reps.d, model.dt, c.mu, c.beta,
                               c.pgs_iterations, c.pgs_tolerance, np.zeros((len(reps), 3)))
-    return V_next, contact_wrench(G, lam), sweeps
+    return V_next, contact_wrench(G, lam), sweeps, np.einsum("mij,mj->mi", Cf, lam)
 
 
 def contact_wrench(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
