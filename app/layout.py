@@ -1,0 +1,41 @@
+"""Named fields over a flat float64 record (what the shared-memory slots and rings carry)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class Layout:
+    """``Layout(t=1, p=3, R=9)``: offsets of named fields in a float64 vector."""
+
+    def __init__(self, **sizes: int):
+        self.slices: dict[str, slice] = {}
+        o = 0
+        for name, n in sizes.items():
+            self.slices[name] = slice(o, o + n)
+            o += n
+        self.size = o
+
+    def pack(self, out: np.ndarray | None = None, **values) -> np.ndarray:
+        v = np.zeros(self.size) if out is None else out
+        for name, x in values.items():
+            v[self.slices[name]] = np.ravel(x)
+        return v
+
+    def get(self, v: np.ndarray, name: str) -> np.ndarray:
+        return v[self.slices[name]]
+
+    def unpack(self, v: np.ndarray) -> dict:
+        return {k: v[s] for k, s in self.slices.items()}
+
+
+MAX_CONTACTS = 32
+
+# haptic loop -> physics, render: the proxy and the loop's health (written every tick)
+PROXY = Layout(t=1, p=3, R=9, V=6, device_wrench=6, proxy_contact=6, energy=1, period=1, work=1,
+               late=1, fault=1, realtime=1, ticks=1, device_p=3, device_q=4)
+# physics -> render: the simulated part and its contacts (written every physics step)
+SNAPSHOT = Layout(t=1, p=3, R=9, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, rate=1, step=1,
+                  max_pen=1, misses=1, steps=1)
+# haptic loop -> logger: one record per tick
+TICK = Layout(t=1, dev_p=3, dev_q=4, dev_v=3, dev_w=3, buttons=1, p=3, R=9, V=6, device_wrench=6,
+              energy=1, period=1, work=1)

@@ -1,0 +1,102 @@
+"""The 100 Hz physics loop: the full pipeline on the proxy's pose, publishing the local contact
+model for the haptic loop and a snapshot for the view, and logging (ARCHITECTURE sec. 3).
+
+One step: read the latest proxy pose (seqlock) -> the part is driven toward it by the arm
+stand-in (spring-damper drive of the foundation issue; the robot arm replaces it later) ->
+``pipeline.step`` -> publish the clustered contacts in the part's body frame, so the haptic
+loop can re-evaluate their gaps at the proxy pose every millisecond -> log the step's inputs
+and outputs (replay re-runs exactly these) and the haptic ticks drained from the ring.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from haptics.local_contact import LocalContact
+from sim_core import pipeline
+from sim_core.model import Inputs, State
+
+from .layout import MAX_CONTACTS, PROXY, SNAPSHOT, TICK
+from .loops import RateStats, sleep_until
+
+
+def proxy_inputs(v: np.ndarray) -> Inputs:
+    """Drive inputs from a proxy record: set pose = proxy pose, set twist = proxy twist."""
+    R = PROXY.get(v, "R").reshape(3, 3)
+    V = PROXY.get(v, "V")
+    return Inputs(PROXY.get(v, "p").copy(), R.copy(), V[:3].copy(), R @ V[3:])
+
+
+def local_contact_array(before: State, info, mu: float) -> np.ndarray:
+    """The clustered contacts of a step, in the body frame of the state they were found at."""
+    c = info.contacts
+    if c is None or len(c) == 0:
+        r_b = np.zeros((0, 3))
+        n_w = np.zeros((0, 3))
+        d = np.zeros(0)
+    else:
+        r_b = (c.x_w - before.p_w) @ before.R_wb
+        n_w, d = c.n_w, c.d
+    keep = np.argsort(d, kind="stable")[:MAX_CONTACTS]          # the deepest, if ever more
+    return LocalContact(before.t, before.p_w, before.R_wb, r_b[keep], n_w[keep], d[keep], mu).to_array()
+
+
+def snapshot_array(st: State, info, stats: RateStats, misses: int) -> np.ndarray:
+    m = 0 if info.contacts is None else min(len(info.contacts), MAX_CONTACTS)
+    x = np.zeros((MAX_CONTACTS, 3))
+    f = np.zeros((MAX_CONTACTS, 3))
+    if m:
+        x[:m] = info.contacts.x_w[:m]
+        f[:m] = info.forces_w[:m]
+    return SNAPSHOT.pack(t=st.t, p=st.p_w, R=st.R_wb, n=m, x=x, f=f, rate=stats.rate(),
+                         step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
+                         steps=stats.count)
+
+
+def log_ticks(log, records: np.ndarray) -> None:
+    for r in records:
+        f = TICK.unpack(r)
+        t = float(f["t"][0])
+        log.put("/device", t, {"t": t, "p": f["dev_p"].tolist(), "q": f["dev_q"].tolist(),
+                               "v": f["dev_v"].tolist(), "w": f["dev_w"].tolist(),
+                               "buttons": int(f["buttons"][0])})
+        log.put("/proxy", t, {"t": t, "p_w": f["p"].tolist(), "R_wb": f["R"].tolist(), "V": f["V"].tolist(),
+                              "device_wrench": f["device_wrench"].tolist(), "energy": float(f["energy"][0])})
+        log.put("/timing", t, {"loop": "haptic", "t": t, "period": float(f["period"][0]),
+                               "work": float(f["work"][0])})
+
+
+def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, stop,
+        duration: float | None = None, on_step=None, clock=time.perf_counter) -> dict:
+    """Run until `stop` is set (or `duration` of wall time); returns loop statistics."""
+    stats = RateStats(window=100000)
+    T = model.dt
+    misses = 0
+    buf = np.empty(PROXY.size)
+    t0 = clock()
+    k = 0
+    while not stop.is_set() and (duration is None or k * T < duration):
+        k += 1
+        late = sleep_until(t0 + k * T, clock=clock)
+        start = clock()
+        seq, v = proxy_slot.read(buf)
+        inp = proxy_inputs(v) if seq else None
+        if inp is None:                       # no proxy yet: hold the part where it is
+            inp = Inputs(state.p_w.copy(), state.R_wb.copy(), np.zeros(3), np.zeros(3))
+        before = state
+        state, info = pipeline.step(model, state, inp)
+        contact_slot.write(local_contact_array(before, info, model.contact.mu))
+        end = clock()
+        misses += int(late + (end - start) > T)
+        stats.tick(start, end)
+        snap_slot.write(snapshot_array(state, info, stats, misses))
+        if log is not None:
+            log.physics_step(before, inp, state, info)
+            log_ticks(log, ring.drain())
+        if on_step is not None:
+            on_step(before, inp, state, info)
+    if log is not None:
+        log_ticks(log, ring.drain())
+    return {"steps": stats.count, "misses": misses, "periods": np.array(stats.periods),
+            "works": np.array(stats.works), "final": state}
