@@ -47,7 +47,22 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def cmd_session(a) -> int:
+    """A real-time session: haptic loop (1 kHz), physics loop (100 Hz), log; the OpenGL view
+    when there is a display."""
+    import time as _time
+    from app.session import run_session, summary_lines
+    log = a.log or f"tightsim-{Path(a.scenario).stem}-{_time.strftime('%Y%m%d-%H%M%S')}.mcap"
+    duration = a.duration if a.duration is not None else 60.0
+    res = run_session(a.scenario, a.device, duration, log_path=log)
+    print("\n".join(summary_lines(res)))
+    print(f"log                 {log}")
+    return 0 if res.fault is None else 3
+
+
 def cmd_run(a) -> int:
+    if a.device:
+        return cmd_session(a)
     from sim_core import scenario
     model, state, cfg = scenario.load(a.scenario)
     if not a.headless:
@@ -113,6 +128,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--duration", type=float, metavar="S", help="simulated seconds (default: the config's)")
     r.add_argument("--log", metavar="PATH", help="write an MCAP log of every step")
     r.add_argument("--summary-json", metavar="PATH", help="write the summary figures as JSON")
+    r.add_argument("--device", metavar="SPEC", help="run a real-time haptic session with this device: "
+                   "keyboard, scripted:NAME, replay:LOG, serial:PORT, spacemouse (default: the "
+                   "scripted batch run of the scenario's waypoints)")
     r.set_defaults(fn=cmd_run)
     a = sub.add_parser("assets", help="generated data (part meshes)")
     asub = a.add_subparsers(dest="assets_cmd", required=True)

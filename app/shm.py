@@ -58,6 +58,19 @@ class SeqSlot:
                 return s1 // 2, buf
         raise TimeoutError("SeqSlot: writer never finished a write")
 
+    def try_read(self, out: np.ndarray, tries: int = 4) -> int:
+        """Non-blocking read for a real-time reader: copy into `out` and return the sequence
+        number, or return -1 if the writer was mid-write on every try (keep the old value;
+        a high-priority loop must never wait on a lower-priority writer)."""
+        for _ in range(tries):
+            s1 = int(self._seq[0])
+            if s1 & 1:
+                continue
+            out[:] = self._data
+            if int(self._seq[0]) == s1:
+                return s1 // 2
+        return -1
+
     def close(self, unlink: bool = False) -> None:
         del self._seq, self._data
         self.shm.close()

@@ -70,3 +70,15 @@ def test_ring_full_drops_and_counts():
     assert ok == [True] * 4 + [False] * 2 and ring.dropped == 2
     assert np.array_equal(ring.drain()[:, 0], [0, 1, 2, 3])
     ring.close(unlink=True)
+
+
+def test_try_read_gives_up_instead_of_waiting_on_a_writer():
+    slot = SeqSlot(4)
+    slot.write(np.arange(4.0))
+    out = np.zeros(4)
+    assert slot.try_read(out) == 1 and np.array_equal(out, np.arange(4.0))
+    slot._seq[0] += 1                      # a writer stopped mid-write (odd sequence)
+    out[:] = -1.0
+    assert slot.try_read(out) == -1 and np.all(out == -1.0)   # old value kept by the caller
+    slot._seq[0] += 1
+    slot.close(unlink=True)

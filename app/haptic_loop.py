@@ -1,0 +1,135 @@
+"""The 1 kHz haptic loop, alone in its own process (ARCHITECTURE sec. 3).
+
+Per tick (CHAI3D order): read the device -> take the newest local contact model from the
+physics loop (seqlock) -> four-channel coupling -> PMI proxy step with the contacts solved
+at 1 kHz -> write the device force -> publish the proxy (seqlock) and a log record (ring).
+
+Safety, whatever happens:
+  * the device clamps every wrench to its capability (``devices.base``), the coupling limits
+    and ramps its output, and its passivity controller keeps the device port passive;
+  * a **physics watchdog** ramps the output to zero when no contact model has arrived for
+    ``PHYSICS_STALL_S`` (the proxy would otherwise press into geometry nobody updates) and
+    back up when the physics resumes;
+  * a device fault (disconnect, garbage, silence) sets the force to zero at once, reports a
+    one-line message and ends this loop (the session then ends cleanly; the log is intact);
+  * leaving the loop for any reason -- stop, fault, exception -- commands zero force.
+The process asks for SCHED_FIFO and publishes whether it got it (the HUD says so if not).
+"""
+from __future__ import annotations
+
+import math
+import time
+import traceback
+
+import numpy as np
+
+from .layout import PROXY, TICK
+from .loops import sleep_until, try_realtime
+from .shm import Ring, SeqSlot
+
+T_HAPTIC = 1e-3
+PHYSICS_STALL_S = 0.05      # 5 physics periods without a contact model: ramp the force out
+STALL_RAMP_S = 0.01         # ... over 10 ms (and back in over the same time)
+
+
+def _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec) -> None:
+    """Run every kernel once on throwaway objects, so numba loads or compiles before the
+    first real tick (otherwise the first periods take hundreds of milliseconds)."""
+    c = Coupling(CouplingGains(**spec.get("gains", {})), limits, T=T_HAPTIC)
+    pr = Proxy(spec["mass"], np.array(spec["inertia"]), np.zeros(3), np.eye(3))
+    lc = LocalContact(0.0, np.zeros(3), np.eye(3), np.zeros((1, 3)), np.array([[0.0, 0.0, 1.0]]),
+                      np.array([1e-4]), 0.1)
+    for _ in range(3):
+        f, F, B = c.step(np.zeros(3), np.array([1.0, 0, 0, 0]), np.zeros(3), np.zeros(3), pr,
+                         pr.contact_wrench, T_HAPTIC)
+        pr.step(F, B, lc, T_HAPTIC)
+    LocalContact.from_array(lc.to_array())
+
+
+def haptic_main(spec: dict, stop, status, go=None) -> None:
+    """Process entry point.  ``spec``: shared-memory names, device spec, proxy mass/inertia
+    and start pose, workspace offset, coupling gains; ``status``: a queue for one-line
+    messages (realtime, faults, exit)."""
+    from devices.base import DeviceFault, open_device
+    from haptics.coupling import Coupling, CouplingGains, DeviceLimits
+    from haptics.local_contact import PACKED_SIZE, LocalContact
+    from haptics.proxy import Proxy
+
+    realtime, note = try_realtime()
+    status.put(("realtime", realtime, note))
+    proxy_slot = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
+    contact_slot = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
+    ring = Ring(TICK.size, spec["ring_capacity"], name=spec["ring"], create=False)
+    dev = None
+    try:
+        dev = open_device(spec["device"])
+        cap = dev.capability
+        limits = DeviceLimits(max_force=cap.max_force, max_torque=cap.max_torque or 0.5,
+                              max_stiffness=cap.max_stiffness, max_damping=cap.max_damping)
+        coupling = Coupling(CouplingGains(**spec.get("gains", {})), limits, T=T_HAPTIC)
+        proxy = Proxy(spec["mass"], np.array(spec["inertia"]), np.array(spec["p0"]), np.array(spec["R0"]))
+        _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec)
+        status.put(("ready", True, "haptic loop ready"))
+        if go is not None:
+            go.wait()
+        buf = np.empty(PACKED_SIZE)
+        lc, lc_seq, lc_wall = None, 0, None
+        safety = 1.0
+        rec = np.zeros(PROXY.size)
+        tick = np.zeros(TICK.size)
+        clock = time.perf_counter
+        t0 = clock()
+        prev = t0
+        k = 0
+        while not stop.is_set():
+            k += 1
+            late = sleep_until(t0 + k * T_HAPTIC, clock=clock)
+            start = clock()
+            now = start - t0
+            s = dev.read(now)
+            seq = contact_slot.try_read(buf)
+            if seq > 0 and seq != lc_seq:
+                lc_seq, lc_wall = seq, now
+                try:
+                    lc = LocalContact.from_array(buf)
+                except ValueError as e:           # never act on a corrupt model
+                    lc = None
+                    status.put(("warning", False, f"haptic loop: bad contact model ignored ({e})"))
+            stalled = lc_wall is not None and now - lc_wall > PHYSICS_STALL_S
+            safety = max(0.0, safety - T_HAPTIC / STALL_RAMP_S) if stalled else \
+                min(1.0, safety + T_HAPTIC / STALL_RAMP_S)
+            f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC,
+                                        clutch=bool(s.buttons & 1))
+            proxy.step(F, B, lc if not stalled else None, T_HAPTIC)
+            dev.write_force(f_dev * safety)
+            end = clock()
+            PROXY.pack(rec, t=now, p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,
+                       proxy_contact=proxy.contact_wrench, energy=coupling.observer_energy,
+                       period=start - prev, work=end - start, late=late, realtime=float(realtime),
+                       ticks=k, device_p=s.p, device_q=s.q)
+            proxy_slot.write(rec)
+            TICK.pack(tick, t=now, dev_p=s.p, dev_q=s.q, dev_v=s.v, dev_w=s.w, buttons=s.buttons,
+                      p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,
+                      energy=coupling.observer_energy, period=start - prev, work=end - start)
+            ring.push(tick)
+            prev = start
+            if not math.isfinite(proxy.p_w.sum()):
+                raise FloatingPointError("proxy state is not finite")
+    except DeviceFault as e:
+        status.put(("fault", False, str(e).splitlines()[0]))
+        rec[PROXY.slices["fault"]] = 1.0
+        proxy_slot.write(rec)
+    except Exception as e:  # noqa: BLE001 - report, then the finally makes the device safe
+        status.put(("fault", False, f"haptic loop: {type(e).__name__}: {e}".splitlines()[0]))
+        status.put(("traceback", False, traceback.format_exc()))
+    finally:
+        if dev is not None:
+            try:
+                dev.zero_force()
+                dev.close()
+            except Exception:  # noqa: BLE001 - the device may be gone already
+                pass
+        status.put(("exit", True, "haptic loop stopped"))
+        proxy_slot.close()
+        contact_slot.close()
+        ring.close()

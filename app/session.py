@@ -1,0 +1,239 @@
+"""An interactive session: the three loops and the logger (ARCHITECTURE sec. 3).
+
+    haptic process  (1 kHz, alone: no GIL-holding neighbour) -- app.haptic_loop
+        ^  local contact model (seqlock)      |  proxy pose (seqlock), tick records (ring)
+        |                                     v
+    physics process (100 Hz pipeline + logger) -- app.physics_loop
+        |  snapshot (seqlock)
+        v
+    main process    (render loop ~60 Hz when there is a display; else just waits)
+
+The physics process owns the MCAP log: it drains the haptic ring every step, so the haptic
+loop never touches the disk.  Any way the session ends -- duration reached, window closed,
+Ctrl-C, a device fault, a crashed loop -- the stop event is set, the haptic loop commands
+zero force, and the log is closed.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .layout import PROXY, SNAPSHOT, TICK
+from .shm import Ring, SeqSlot
+
+RING_CAPACITY = 8192          # 8 s of haptic ticks: the logger drains every 10 ms
+STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the numba kernels
+
+
+@dataclass
+class SessionResult:
+    physics: dict = field(default_factory=dict)      # steps, misses, periods, works, final
+    haptic_periods: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    haptic_works: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    messages: list = field(default_factory=list)     # (kind, ok, text) from the haptic process
+    realtime: bool = False
+    fault: str | None = None
+    energy: float = 0.0
+    wall: float = 0.0
+
+
+def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
+    """Physics process: build the scenario, run the loop until stop, report statistics."""
+    from app.log import LogWriter
+    from sim_core import scenario
+    from . import physics_loop
+    from haptics.local_contact import PACKED_SIZE
+
+    model, state, cfg = scenario.load(spec["scenario"])
+    state = type(state)(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6))
+    proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
+    contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
+    snap = SeqSlot(SNAPSHOT.size, name=spec["snapshot"], create=False)
+    ring = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
+    log = None
+    if spec.get("log"):
+        log = LogWriter(spec["log"])
+        log.put("/config", 0.0, cfg)
+        log.part_state(state)
+    trace = {"t": [], "p_w": [], "rot": [], "max_pen": [], "mean_pen": [], "force": [], "step": []}
+    rot = [0.0]
+
+    def record(before, inp, after, info):
+        w_mid = 0.5 * (before.R_wb @ before.V[3:] + after.R_wb @ after.V[3:])
+        rot[0] += model.dt * float(w_mid[2])
+        trace["t"].append(after.t)
+        trace["p_w"].append(after.p_w.tolist())
+        trace["rot"].append(rot[0])
+        trace["max_pen"].append(info.max_penetration)
+        trace["mean_pen"].append(info.mean_penetration)
+        trace["force"].append(float(np.linalg.norm(info.contact_wrench[:3])))
+        trace["step"].append(sum(info.times.values()))
+
+    try:
+        from sim_core import pipeline
+        from sim_core.model import Inputs
+        pipeline.step(model, state, Inputs(state.p_w, state.R_wb, np.zeros(3), np.zeros(3)))  # warm up
+        if ready is not None:
+            ready.put(("ready", True, "physics loop ready"))
+            go.wait()
+        if log is not None:   # after go: the haptic loop has said whether it runs SCHED_FIFO
+            log.put("/session", 0.0, {"device": spec["device"], "sched_fifo": bool(realtime.value),
+                                      "headless": spec.get("headless", True)})
+        res = physics_loop.run(model, state, proxy, contact, snap, ring, log, stop, on_step=record)
+        out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
+                 "works": res["works"].tolist(), "trace": trace,
+                 "final": {"p_w": res["final"].p_w.tolist(), "R_wb": res["final"].R_wb.tolist()},
+                 "dropped": ring.dropped})
+    except Exception as e:  # noqa: BLE001 - report it; the main process ends the session
+        import traceback
+        out.put({"error": f"physics loop: {type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+        stop.set()
+    finally:
+        if log is not None:
+            log.close()
+        for s in (proxy, contact, snap, ring):
+            s.close()
+
+
+def run_session(scenario_name: str, device: str, duration: float, log_path: str | None = None,
+                gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60) -> SessionResult:
+    """Start the loops, let them run `duration` seconds (or until on_frame returns False),
+    stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
+    loop's body when there is a view (called about every ``frame_period``)."""
+    from haptics.local_contact import PACKED_SIZE
+    from sim_core import scenario
+    from devices.base import open_device
+
+    model, state, cfg = scenario.load(scenario_name)
+    p0, R0 = state.p_w, state.R_wb
+    if device.startswith("scripted:"):
+        # scripted trajectories are written in a frame whose origin is the top of the static
+        # part (bolt end / hole entry), axis +z: start the part where the script starts
+        top = model.static_dims.get("length", 0.0)
+        dev = open_device(device)
+        p0 = dev.read(0.0).p + np.array([0.0, 0.0, top]) + np.array([0.0, 0.0, model.moving_dims.get("height", model.moving_dims.get("length", 0.0)) / 2])
+        dev.close()
+    ctx = mp.get_context("spawn")
+    slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
+    ring = Ring(TICK.size, RING_CAPACITY)
+    slots["proxy"].write(PROXY.pack(t=0.0, p=p0, R=R0, V=np.zeros(6)))
+    stop, go = ctx.Event(), ctx.Event()
+    status, out = ctx.Queue(), ctx.Queue()
+    spec = {k: s.name for k, s in slots.items()}
+    spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, device=device, scenario=scenario_name,
+                mass=model.mass, inertia=model.inertia_b.tolist(), p0=list(p0), R0=np.asarray(R0).tolist(),
+                gains=gains or {}, log=log_path, headless=on_frame is None)
+    realtime = ctx.Value("b", 0)
+    phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, realtime),
+                       name="tightsim-physics", daemon=True)
+    from .haptic_loop import haptic_main
+    hapt = ctx.Process(target=haptic_main, args=(spec, stop, status, go), name="tightsim-haptic", daemon=True)
+    res = SessionResult()
+    phys.start()
+    hapt.start()
+    ready = 0
+    deadline = time.perf_counter() + STARTUP_TIMEOUT_S
+    while ready < 2 and time.perf_counter() < deadline and hapt.is_alive() and phys.is_alive():
+        try:
+            msg = status.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        res.messages.append(msg)
+        if msg[0] == "ready":
+            ready += 1
+        elif msg[0] == "realtime":
+            res.realtime = bool(msg[1])
+            realtime.value = int(res.realtime)
+        elif msg[0] == "fault":
+            res.fault = msg[2]
+            break
+    go.set()
+    t0 = time.perf_counter()
+    periods, works = [], []
+    snap_buf, prox_buf = np.empty(SNAPSHOT.size), np.empty(PROXY.size)
+    last_tick = 0
+    try:
+        while time.perf_counter() - t0 < duration and not stop.is_set():
+            time.sleep(frame_period)
+            while True:
+                try:
+                    msg = status.get_nowait()
+                except queue.Empty:
+                    break
+                res.messages.append(msg)
+                if msg[0] == "realtime":
+                    res.realtime = bool(msg[1])
+                elif msg[0] == "fault":
+                    res.fault = msg[2]
+                    stop.set()
+            _, pv = slots["proxy"].read(prox_buf)
+            ticks = int(PROXY.get(pv, "ticks")[0])
+            if ticks > last_tick:
+                periods.append(float(PROXY.get(pv, "period")[0]))
+                last_tick = ticks
+            res.energy = float(PROXY.get(pv, "energy")[0])
+            if on_frame is not None:
+                _, sv = slots["snapshot"].read(snap_buf)
+                if on_frame(sv, pv) is False:
+                    break
+            if not hapt.is_alive() or not phys.is_alive():
+                break
+    except KeyboardInterrupt:
+        res.messages.append(("stop", True, "interrupted"))
+    finally:
+        stop.set()
+        res.wall = time.perf_counter() - t0
+        hapt.join(timeout=5)
+        phys_out = None
+        try:
+            phys_out = out.get(timeout=30)
+        except queue.Empty:
+            pass
+        phys.join(timeout=5)
+        for p in (hapt, phys):
+            if p.is_alive():
+                p.terminate()
+        while True:
+            try:
+                msg = status.get_nowait()
+            except queue.Empty:
+                break
+            res.messages.append(msg)
+            if msg[0] == "fault":
+                res.fault = msg[2]
+            elif msg[0] == "realtime":
+                res.realtime = bool(msg[1])
+        for s in (*slots.values(), ring):
+            s.close(unlink=True)
+    if phys_out is not None:
+        if "error" in phys_out:
+            res.fault = phys_out["error"]
+        res.physics = phys_out
+    res.haptic_periods = np.array(periods)
+    return res
+
+
+def haptic_jitter_from_log(path: str) -> np.ndarray:
+    """Every haptic period (s) of a session, from its log's /timing messages."""
+    from .log import read_log
+    log = read_log(path)
+    return np.array([m["period"] for _, m in log.messages("/timing") if m.get("loop") == "haptic"][1:])
+
+
+def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
+    ph = res.physics
+    lines = [f"session             {res.wall:.2f} s wall, haptic loop {'SCHED_FIFO' if res.realtime else 'normal priority (SCHED_FIFO not permitted)'}"]
+    if ph.get("steps"):
+        per = np.array(ph["periods"]) * 1e3
+        lines.append(f"physics loop        {ph['steps']} steps, {1e3 / per.mean():.1f} Hz, missed deadline in "
+                     f"{100.0 * ph['misses'] / ph['steps']:.2f} % of steps")
+    lines.append(f"device port energy  {res.energy:.4f} J received (passive: >= 0)")
+    if res.fault:
+        lines.append(f"fault               {res.fault}")
+    return lines
+
+
