@@ -294,7 +294,7 @@ class View:
         p = self._prog
         p.mat4("u_model", pose_matrix(p_w, R_wb, scale))
         p.mat3("u_nmat", normal_matrix(R_wb, scale))
-        p.vec4("u_color", rgba)
+        p.color(rgba)
         p.float("u_unlit", 0.0)
         p.float("u_spec", spec)
         mesh.draw()
@@ -343,14 +343,14 @@ class View:
     def _grid(self, snap: Snapshot) -> None:
         lo, hi = self._scene_box(snap)
         half = max(0.05, 1.6 * float(np.max(hi[:2] - lo[:2])), 0.6 * float(hi[2] - lo[2]))
-        half = 0.1 * math.ceil(half / 0.1)                  # 10 cells of 1 cm per 0.1 m
+        half = 0.1 * math.ceil(half / 0.1)                  # 20 cells across: half / 10 each
         c = 0.5 * (lo + hi)
         M = pose_matrix([round(c[0], 2), round(c[1], 2), lo[2]], _I3, (half, half, 1.0))
         p = self._prog
         p.mat4("u_model", M)
         p.mat3("u_nmat", np.eye(3))
         bg = np.array(self.background)
-        p.vec4("u_color", tuple(bg + 0.14) + (0.8,))
+        p.color(tuple(bg + 0.14) + (0.8,))
         p.float("u_unlit", 1.0)
         self._prims["grid"].draw()
 

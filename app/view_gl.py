@@ -60,35 +60,39 @@ void main() {
 """
 
 # Blinn-Phong with camera-fixed key and fill lights, a sky/ground hemisphere ambient about
-# world up and a faint rim term; lit in linear colour, written gamma-encoded (2.2).
+# world up and a faint rim term, lit in linear colour and written with gamma 2 (sqrt): close
+# to sRGB's 2.2 and free of pow(), which matters because llvmpipe spends most of a frame in
+# this shader (u_color arrives already linearised: rgb^2, done once on the CPU).
 FRAGMENT_SHADER = """
 #version 330 core
 in vec3 v_pos_e;
 in vec3 v_nrm_e;
 in vec3 v_pos_l;
-uniform vec4 u_color;         // sRGB colour, straight alpha
+uniform vec4 u_color;         // linear rgb, straight alpha
 uniform float u_unlit;        // 1: flat colour fading out towards |xy| = 1 (grid lines)
 uniform float u_spec;         // specular strength
 uniform vec3 u_up_e;          // world +z in eye space
 out vec4 frag;
 void main() {
     if (u_unlit > 0.5) {
-        frag = vec4(u_color.rgb, u_color.a * (1.0 - smoothstep(0.35, 1.0, length(v_pos_l.xy))));
+        float fade = 1.0 - smoothstep(0.35, 1.0, length(v_pos_l.xy));
+        frag = vec4(sqrt(u_color.rgb), u_color.a * fade);
         return;
     }
     vec3 n = normalize(v_nrm_e);
     if (!gl_FrontFacing) n = -n;
     vec3 v = normalize(-v_pos_e);
-    vec3 base = pow(u_color.rgb, vec3(2.2));
-    vec3 key = normalize(vec3(-0.45, 0.65, 0.62));
-    vec3 fill = normalize(vec3(0.7, -0.25, 0.45));
+    const vec3 key = vec3(-0.4479, 0.6470, 0.6171);      // normalize(-0.45, 0.65, 0.62)
+    const vec3 fill = vec3(0.8056, -0.2877, 0.5179);     // normalize(0.7, -0.25, 0.45)
     float hemi = 0.5 + 0.5 * dot(n, u_up_e);
     vec3 ambient = mix(vec3(0.10, 0.09, 0.08), vec3(0.30, 0.32, 0.36), hemi);
-    vec3 c = base * (ambient + 0.85 * max(dot(n, key), 0.0) + 0.28 * max(dot(n, fill), 0.0));
-    vec3 h = normalize(key + v);
-    c += u_spec * pow(max(dot(n, h), 0.0), 48.0) * vec3(1.0);
-    c += 0.12 * pow(1.0 - max(dot(n, v), 0.0), 3.0) * vec3(0.6, 0.7, 0.9);
-    frag = vec4(pow(clamp(c, 0.0, 1.0), vec3(1.0 / 2.2)), u_color.a);
+    vec3 c = u_color.rgb * (ambient + 0.85 * max(dot(n, key), 0.0) + 0.28 * max(dot(n, fill), 0.0));
+    float s = max(dot(n, normalize(key + v)), 0.0);      // s^48 by squaring
+    float s2 = s * s, s4 = s2 * s2, s8 = s4 * s4, s16 = s8 * s8;
+    c += u_spec * (s16 * s16 * s16);
+    float r = 1.0 - max(dot(n, v), 0.0);
+    c += 0.12 * (r * r * r) * vec3(0.6, 0.7, 0.9);
+    frag = vec4(sqrt(clamp(c, 0.0, 1.0)), u_color.a);
 }
 """
 
@@ -131,6 +135,11 @@ class Program:
 
     def vec4(self, name: str, v):
         GL.glUniform4f(self.loc[name], *(float(x) for x in v))
+
+    def color(self, rgba):
+        """An sRGB(A) colour as the shader wants it: rgb squared (gamma 2), alpha as is."""
+        r, g, b, a = (float(x) for x in rgba)
+        GL.glUniform4f(self.loc["u_color"], r * r, g * g, b * b, a)
 
     def vec3(self, name: str, v):
         GL.glUniform3f(self.loc[name], *(float(x) for x in v))

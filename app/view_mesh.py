@@ -113,12 +113,14 @@ def place(unit: np.ndarray, p_w: np.ndarray, R_wb: np.ndarray, scale: np.ndarray
     N = len(p_w)
     if N == 0:
         return np.zeros((0, 6), np.float32)
-    A = R_wb * scale[:, None, :]                          # (N, 3, 3)
-    B = R_wb / scale[:, None, :]
-    pos = p_w[:, None, :] + np.einsum("nij,vj->nvi", A, unit[:, :3])
-    nrm = np.einsum("nij,vj->nvi", B, unit[:, 3:])
-    nrm /= np.linalg.norm(nrm, axis=-1, keepdims=True)
-    return np.concatenate([pos, nrm], axis=-1).reshape(-1, 6).astype(np.float32)
+    A = (R_wb * scale[:, None, :]).astype(np.float32)    # (N, 3, 3)
+    B = (R_wb / scale[:, None, :]).astype(np.float32)
+    out = np.empty((N, len(unit), 6), np.float32)
+    out[..., :3] = unit[:, :3] @ A.transpose(0, 2, 1)     # (V, 3) @ (N, 3, 3) -> (N, V, 3)
+    out[..., :3] += p_w[:, None, :].astype(np.float32)
+    nrm = unit[:, 3:] @ B.transpose(0, 2, 1)
+    out[..., 3:] = nrm / np.linalg.norm(nrm, axis=-1, keepdims=True)
+    return out.reshape(-1, 6)
 
 
 def grid_lines(half: float, step: float, z: float = 0.0) -> np.ndarray:

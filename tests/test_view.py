@@ -1,0 +1,293 @@
+"""The OpenGL view: camera maths and vertex data (plain NumPy), then a real window.
+
+The window tests need an X display.  With none set, the `display` fixture starts its own
+``Xvfb`` (``-displayfd`` picks a free display number) and stops it afterwards; they skip,
+saying so, only when there is neither a DISPLAY nor an Xvfb binary.  Mesa's llvmpipe
+renders in software, so no GPU is involved; the whole module takes a few seconds.
+
+Pixel checks compare against the view's own background colour and the projections of
+known points through the same camera matrices the shader used (``view.camera``).
+"""
+from __future__ import annotations
+
+import math
+import os
+import select
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from app import view_mesh
+from app.view_math import OrbitCamera, frame_from_axis, look_at, perspective
+from app.view_png import png_bytes, read_png, write_png
+
+W, H = 1280, 720
+BG_TOL = 6          # 8-bit levels: clear colour after float->unorm rounding, no dithering
+DIFFERS = 40        # a drawn object differs from the background by far more than this
+
+
+# --------------------------------------------------------------------- no display needed
+
+def test_projection_puts_target_at_image_centre_and_up_above():
+    cam = OrbitCamera(target=np.array([0.0, 0.0, 0.07]), distance=0.3, width=W, height=H)
+    c = cam.project(cam.target)
+    assert np.allclose(c, [W / 2, H / 2], atol=1e-6)
+    above = cam.project(cam.target + [0.0, 0.0, 0.01])
+    assert above[1] < H / 2 and abs(above[0] - W / 2) < 1e-6   # world up is image up
+
+
+def test_perspective_maps_near_and_far_to_clip_limits():
+    P = perspective(40.0, 16 / 9, 0.01, 5.0)
+    for z, ndc in ((-0.01, -1.0), (-5.0, 1.0)):
+        c = P @ [0.0, 0.0, z, 1.0]
+        assert c[2] / c[3] == pytest.approx(ndc, abs=1e-9)
+
+
+def test_look_at_is_rigid_and_sends_target_down_minus_z():
+    V = look_at([0.3, -0.2, 0.2], [0.0, 0.0, 0.05])
+    assert np.allclose(V[:3, :3] @ V[:3, :3].T, np.eye(3), atol=1e-12)
+    p = V @ [0.0, 0.0, 0.05, 1.0]
+    assert np.allclose(p[:2], 0.0, atol=1e-12) and p[2] < 0
+
+
+def test_fit_keeps_a_sphere_inside_the_image():
+    cam = OrbitCamera(width=W, height=H)
+    cam.fit([0.0, 0.0, 0.06], 0.07)
+    for d in np.vstack([np.eye(3), -np.eye(3)]):
+        col, row = cam.project(np.array([0.0, 0.0, 0.06]) + 0.07 * d)
+        assert 0 < col < W and 0 < row < H
+
+
+def test_frames_from_axes_are_rotations_along_the_axis():
+    axes = np.array([[0, 0, 1.0], [1.0, 0, 0], [0.3, -2.0, 0.5], [0, 0, -3.0]])
+    R = frame_from_axis(axes)
+    for Ri, a in zip(R, axes):
+        assert np.allclose(Ri.T @ Ri, np.eye(3), atol=1e-12)
+        assert np.linalg.det(Ri) == pytest.approx(1.0)
+        assert np.allclose(Ri[:, 2], a / np.linalg.norm(a))
+
+
+def test_crease_normals_split_at_sharp_edges_and_point_outward():
+    box = view_mesh.unit_box()                       # 90 deg edges: every corner flat
+    p = box[:, :3].reshape(-1, 3, 3)
+    fn = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    fn /= np.linalg.norm(fn, axis=1, keepdims=True)
+    assert np.allclose(box[:, 3:], np.repeat(fn, 3, axis=0), atol=1e-6)
+    assert np.all(np.einsum("ij,ij->i", fn, p.mean(axis=1)) > 0)   # outward (CCW)
+    sph = view_mesh.unit_sphere()                    # smooth: normal ~ position, within the
+    cos = np.einsum("ij,ij->i", sph[:, 3:], sph[:, :3])   # 15 deg tessellation's bias
+    assert cos.min() > math.cos(math.radians(8.0))
+
+
+def test_png_writer_round_trip(tmp_path):
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, size=(7, 5, 3), dtype=np.uint8)
+    write_png(tmp_path / "a.png", img)
+    assert np.array_equal(read_png(tmp_path / "a.png"), img)
+    assert png_bytes(img) == (tmp_path / "a.png").read_bytes()      # deterministic
+
+
+def test_importing_the_view_loads_no_gl():
+    """pyglet fixes GLX vs headless EGL when pyglet.gl first loads: importing app.view (say,
+    from a session module collected before the display fixture runs) must not do that."""
+    code = ("import sys, app.view, app.view_scene; "
+            "print(sorted(m for m in sys.modules if m in ('pyglet.gl', 'pyglet.window', 'OpenGL')))")
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=root, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+# ----------------------------------------------------------------------- window tests
+
+@pytest.fixture(scope="session")
+def display():
+    """An X display: the caller's DISPLAY, else a private Xvfb for this session."""
+    if os.environ.get("DISPLAY"):
+        yield os.environ["DISPLAY"]
+        return
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        pytest.skip("no DISPLAY and Xvfb is not installed (apt-get install xvfb "
+                    "libgl1-mesa-dri): cannot open an OpenGL window")
+    r, w = os.pipe()
+    proc = subprocess.Popen([xvfb, "-displayfd", str(w), "-screen", "0", f"{W}x{H}x24",
+                             "-nolisten", "tcp"], pass_fds=(w,),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(w)
+    number = b""
+    try:
+        while not number.endswith(b"\n"):
+            ready, _, _ = select.select([r], [], [], 15.0)
+            chunk = os.read(r, 16) if ready else b""
+            if not chunk:
+                err = proc.stderr.read().decode(errors="replace")[-400:] if proc.poll() else ""
+                pytest.fail(f"Xvfb did not start: {err}")
+            number += chunk
+    finally:
+        os.close(r)
+    os.environ["DISPLAY"] = f":{number.decode().strip()}"
+    try:
+        yield os.environ["DISPLAY"]
+    finally:
+        del os.environ["DISPLAY"]
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def gl(display):
+    """The view modules, imported once a display exists (pyglet picks its platform then)."""
+    from app import view, view_scene
+    return view, view_scene
+
+
+@pytest.fixture(scope="module")
+def window(gl):
+    view_mod, _ = gl
+    v = view_mod.View(W, H, visible=False)
+    yield v
+    v.close()
+
+
+@pytest.fixture(scope="module")
+def frame(window, gl):
+    """The bolting scene: bolt, engaged nut, proxy ghost, 12 contacts with arrows, HUD."""
+    _, scene = gl
+    snap = scene.bolting_snapshot(2.1)
+    window.draw(snap)
+    return snap, window.screenshot()
+
+
+def _bg(view) -> np.ndarray:
+    return np.round(np.array(view.background) * 255.0)
+
+
+def _patch(img, colrow, half=4) -> np.ndarray:
+    c, r = (int(round(x)) for x in colrow)
+    assert half <= c < W - half and half <= r < H - half, f"projection {colrow} off-image"
+    return img[r - half:r + half + 1, c - half:c + half + 1].reshape(-1, 3).astype(float)
+
+
+def test_context_is_gl33_core_or_newer(window):
+    major, minor = (int(x) for x in window.gl_version.split()[0].split(".")[:2])
+    assert (major, minor) >= (3, 3), window.gl_version
+
+
+def test_screenshot_shape_border_and_not_blank(frame, window):
+    _, img = frame
+    assert img.shape == (H, W, 3) and img.dtype == np.uint8
+    border = np.vstack([img[:4].reshape(-1, 3), img[-4:].reshape(-1, 3),
+                        img[:, :4].reshape(-1, 3), img[:, -4:].reshape(-1, 3)]).astype(float)
+    is_bg = np.all(np.abs(border - _bg(window)) <= BG_TOL, axis=1)
+    assert is_bg.mean() > 0.6, f"background covers only {is_bg.mean():.0%} of the border"
+    flat = img.reshape(-1, 3)
+    assert len(np.unique(flat[::7], axis=0)) > 500              # shaded, not flat
+    assert np.any(np.abs(flat.astype(float) - _bg(window)).max(axis=1) > 100)
+
+
+def test_bolt_and_nut_are_where_the_camera_puts_them(frame, window, gl):
+    snap, img = frame
+    _, scene = gl
+    (_, _, _, bolt_rgba), (_, p_nut, _, nut_rgba) = snap.parts
+    bg = _bg(window)
+    # the bolt's thread below the nut (its shank part z < 0.1 m is in view): neutral grey
+    bolt = _patch(img, window.camera.project([0.0, 0.0, 0.06]))
+    assert np.abs(bolt - bg).max(axis=1).mean() > DIFFERS
+    assert np.ptp(bolt.mean(axis=0)) < 30                         # r ~ g ~ b, like the steel
+    # the nut's centre projects onto its front faces: warm (red well above blue), as its colour
+    nut = _patch(img, window.camera.project(p_nut))
+    assert np.abs(nut - bg).max(axis=1).mean() > DIFFERS
+    assert (nut[:, 0] - nut[:, 2]).mean() > 25, nut.mean(axis=0)
+    assert nut_rgba[0] - nut_rgba[2] > 0.3 and abs(bolt_rgba[0] - bolt_rgba[2]) < 0.1
+    # well beside the bolt at the same height there is only background (and faint grid)
+    side = _patch(img, window.camera.project([0.0, -0.16, 0.11]))
+    assert np.abs(side - bg).max(axis=1).mean() < 20
+
+
+def test_hud_panel_and_text_are_drawn(frame, window):
+    _, img = frame
+    assert window._hud.error is None, window._hud.error
+    panel = img[12:140, 12:300].astype(float)
+    bright = (panel.min(axis=2) > 200).mean()                    # white text
+    dark = (panel.max(axis=2) < 35).mean()                       # the panel behind it
+    assert bright > 0.01 and dark > 0.4, (bright, dark)
+
+
+def test_ghost_and_force_arrows_show_where_projected(window, gl):
+    view_mod, scene = gl
+    snap = scene.bolting_snapshot(2.1)
+    name, p, R = snap.ghost
+    ghost_p = p + np.array([0.0, -0.11, 0.0])                    # move the proxy aside
+    a = math.radians(-55.0)                                      # bolt flank facing the camera
+    q = np.array([0.024 * math.cos(a), 0.024 * math.sin(a), 0.05])
+    f = np.array([0.0, 0.0, 6.0])                                # 6 N up: a 24 mm arrow
+    snap2 = view_mod.Snapshot(t=snap.t, parts=snap.parts, ghost=(name, ghost_p, R),
+                              contacts=q[None], forces=f[None], hud={})
+    window.draw(snap2)
+    img = window.screenshot()
+    bg = _bg(window)
+    ghost = _patch(img, window.camera.project(ghost_p))
+    assert np.abs(ghost - bg).max(axis=1).mean() > 15            # translucent, but there
+    assert (ghost[:, 2] - ghost[:, 0]).mean() > 10               # and blue
+    mid = _patch(img, window.camera.project(q + 0.5 * window.force_scale * f), half=2)
+    assert ((mid[:, 0] - mid[:, 2]) > 80).mean() > 0.5, mid.mean(axis=0)   # red-orange shaft
+
+
+def test_meshes_are_uploaded_once_per_name(frame, window, gl):
+    _, scene = gl
+    cached = dict(window._meshes)
+    assert set(cached) == {"bolt_M48x5", "nut_M48x5"}            # the ghost reuses the nut
+    window.draw(scene.bolting_snapshot(3.0, with_arm=True))
+    assert {k: id(v) for k, v in window._meshes.items()} == {k: id(v) for k, v in cached.items()}
+
+
+def test_unknown_mesh_name_is_a_clear_error(window, gl):
+    view_mod, _ = gl
+    snap = view_mod.Snapshot(parts=[("no_such_part", np.zeros(3), np.eye(3), (1, 1, 1, 1))])
+    with pytest.raises(ValueError, match="no_such_part"):
+        window.draw(snap)
+
+
+def test_input_is_forwarded_and_right_drag_orbits(window, gl):
+    view_mod, _ = gl
+    from pyglet.window import key
+    got = []
+    window.on_drag = lambda dx, dy, b: got.append(("drag", dx, dy, b))
+    window.on_scroll = lambda dy: got.append(("scroll", dy))
+    window.on_key = lambda k, down: got.append(("key", k, down))
+    az = window.camera.azimuth_deg
+    ev = window.window.dispatch_event
+    ev("on_mouse_drag", 100, 100, 5, -3, view_mod.BUTTON_LEFT, 0)
+    ev("on_mouse_drag", 100, 100, 10, 0, view_mod.BUTTON_RIGHT, 0)
+    ev("on_mouse_scroll", 100, 100, 0, 2)
+    ev("on_key_press", key.A, 0)
+    ev("on_key_release", key.A, 0)
+    ev("on_key_press", key.ESCAPE, 0)
+    window.poll()                                   # pyglet queues events until dispatch
+    assert got == [("drag", 5.0, -3.0, 1), ("scroll", 2.0), ("key", "a", True),
+                   ("key", "a", False), ("key", "escape", True)]
+    assert window.camera.azimuth_deg != az
+    assert not window.close_requested               # Escape is the session's to interpret
+    ev("on_close")
+    window.poll()
+    assert window.close_requested
+
+
+def test_render_png_writes_a_png_of_the_requested_size(tmp_path, gl):
+    view_mod, scene = gl
+    out = tmp_path / "bolting.png"
+    view_mod.render_png(scene.bolting_snapshot(2.1), out, width=640, height=360)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert int.from_bytes(data[16:20], "big") == 640 and int.from_bytes(data[20:24], "big") == 360
+    img = read_png(out)                              # CRCs checked, pixels decoded
+    assert img.shape == (360, 640, 3) and img.std() > 10
