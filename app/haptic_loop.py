@@ -18,6 +18,7 @@ The process asks for SCHED_FIFO and publishes whether it got it (the HUD says so
 from __future__ import annotations
 
 import math
+import os
 import time
 import traceback
 
@@ -28,6 +29,7 @@ from .loops import sleep_until, try_realtime
 from .shm import Ring, SeqSlot
 
 T_HAPTIC = 1e-3
+ORPHAN_CHECK_TICKS = 50     # every 50 ms: if the session process died, stop (zero force)
 PHYSICS_STALL_S = 0.05      # 5 physics periods without a contact model: ramp the force out
 STALL_RAMP_S = 0.01         # ... over 10 ms (and back in over the same time)
 
@@ -55,7 +57,10 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     from haptics.local_contact import PACKED_SIZE, LocalContact
     from haptics.proxy import Proxy
 
-    realtime, note = try_realtime()
+    if spec.get("realtime", True):
+        realtime, note = try_realtime()
+    else:
+        realtime, note = False, "SCHED_FIFO not requested"
     status.put(("realtime", realtime, note))
     proxy_slot = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact_slot = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
@@ -78,11 +83,15 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         rec = np.zeros(PROXY.size)
         tick = np.zeros(TICK.size)
         clock = time.perf_counter
+        parent = os.getppid()
         t0 = clock()
         prev = t0
         k = 0
         while not stop.is_set():
             k += 1
+            if k % ORPHAN_CHECK_TICKS == 0 and os.getppid() != parent:
+                status.put(("fault", False, "haptic loop: the session process died; zero force"))
+                break
             late = sleep_until(t0 + k * T_HAPTIC, clock=clock)
             start = clock()
             now = start - t0

@@ -84,19 +84,26 @@ class LogWriter:
 
     # -- typed helpers -------------------------------------------------------------------
     def physics_step(self, state_before, inp, state_after, info) -> None:
-        """Everything a physics step consumed and produced (replay needs the first two)."""
-        t = state_before.t
-        self.put("/physics_input", t, {
-            "t": t, "p_set_w": inp.p_set_w.tolist(), "R_set_w": inp.R_set_w.ravel().tolist(),
-            "v_set_w": inp.v_set_w.tolist(), "w_set_w": inp.w_set_w.tolist(),
-            "f_ext": np.asarray(inp.f_ext).tolist()})
-        self.part_state(state_after)
-        self.put("/contact", state_after.t, {
-            "t": state_after.t, "wrench": info.contact_wrench.tolist(),
-            "max_penetration": info.max_penetration, "n_contacts": info.n_contacts,
-            "n_clusters": info.n_clusters})
-        self.put("/timing", state_after.t, {"loop": "physics", "t": state_after.t, **info.times})
+        """Everything a physics step consumed and produced (replay needs the inputs)."""
+        from .layout import pack_physics
+        self.physics_record(pack_physics(state_before, inp, state_after, info))
         self.flush()
+
+    def physics_record(self, r: np.ndarray) -> None:
+        """The same messages from a packed ``layout.PHYS`` record (the logger process)."""
+        from .layout import PHYS, STAGE_NAMES
+        f = PHYS.unpack(r)
+        t, ta = float(f["t"][0]), float(f["t_after"][0])
+        self.put("/physics_input", t, {
+            "t": t, "p_set_w": f["p_set"].tolist(), "R_set_w": f["R_set"].tolist(),
+            "v_set_w": f["v_set"].tolist(), "w_set_w": f["w_set"].tolist(), "f_ext": f["f_ext"].tolist()})
+        R = f["R"].reshape(3, 3)
+        self.put("/part_state", ta, {"t": ta, "p_w": f["p"].tolist(), "R_wb": f["R"].tolist(),
+                                     "q_wb": matrix_to_quat(R).tolist(), "V": f["V"].tolist()})
+        self.put("/contact", ta, {"t": ta, "wrench": f["wrench"].tolist(),
+                                  "max_penetration": float(f["max_pen"][0]),
+                                  "n_contacts": int(f["n_contacts"][0]), "n_clusters": int(f["n_clusters"][0])})
+        self.put("/timing", ta, {"loop": "physics", "t": ta, **dict(zip(STAGE_NAMES, f["times"].tolist()))})
 
     def flush(self) -> None:
         """Push what the writer has handed over (closed chunks) to the OS."""

@@ -9,6 +9,7 @@ and outputs (replay re-runs exactly these) and the haptic ticks drained from the
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -17,7 +18,7 @@ from haptics.local_contact import LocalContact
 from sim_core import pipeline
 from sim_core.model import Inputs, State
 
-from .layout import MAX_CONTACTS, PROXY, SNAPSHOT, TICK
+from .layout import MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
 from .loops import RateStats, sleep_until
 
 
@@ -68,16 +69,24 @@ def log_ticks(log, records: np.ndarray) -> None:
 
 
 def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, stop,
-        duration: float | None = None, on_step=None, clock=time.perf_counter) -> dict:
-    """Run until `stop` is set (or `duration` of wall time); returns loop statistics."""
+        duration: float | None = None, on_step=None, clock=time.perf_counter, phys_ring=None) -> dict:
+    """Run until `stop` is set (or `duration` of wall time); returns loop statistics.
+
+    Logging: either in this loop (``log``: a LogWriter; it also drains the haptic ``ring``)
+    or, in a session, by the logger process (``phys_ring``: one ``layout.PHYS`` record per
+    step), so JSON and disk never cost the physics its deadline."""
     stats = RateStats(window=100000)
     T = model.dt
     misses = 0
     buf = np.empty(PROXY.size)
+    rec = np.empty(PHYS.size)
     t0 = clock()
     k = 0
+    parent = os.getppid()
     while not stop.is_set() and (duration is None or k * T < duration):
         k += 1
+        if k % 10 == 0 and os.getppid() != parent:   # the session process died: stop
+            break
         late = sleep_until(t0 + k * T, clock=clock)
         start = clock()
         seq, v = proxy_slot.read(buf)
@@ -91,12 +100,14 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         misses += int(late + (end - start) > T)
         stats.tick(start, end)
         snap_slot.write(snapshot_array(state, info, stats, misses))
+        if phys_ring is not None:
+            phys_ring.push(pack_physics(before, inp, state, info, rec))
         if log is not None:
             log.physics_step(before, inp, state, info)
             log_ticks(log, ring.drain())
         if on_step is not None:
             on_step(before, inp, state, info)
-    if log is not None:
+    if log is not None and ring is not None:
         log_ticks(log, ring.drain())
     return {"steps": stats.count, "misses": misses, "periods": np.array(stats.periods),
             "works": np.array(stats.works), "final": state}

@@ -3,29 +3,35 @@
     haptic process  (1 kHz, alone: no GIL-holding neighbour) -- app.haptic_loop
         ^  local contact model (seqlock)      |  proxy pose (seqlock), tick records (ring)
         |                                     v
-    physics process (100 Hz pipeline + logger) -- app.physics_loop
-        |  snapshot (seqlock)
+    physics process (100 Hz pipeline) -- app.physics_loop --- step records (ring) --> logger
+        |  snapshot (seqlock)                                                    process (MCAP)
         v
     main process    (render loop ~60 Hz when there is a display; else just waits)
 
-The physics process owns the MCAP log: it drains the haptic ring every step, so the haptic
-loop never touches the disk.  Any way the session ends -- duration reached, window closed,
+The logger process owns the MCAP log and drains both rings every 20 ms, so neither loop ever
+waits on JSON encoding or the disk.  The haptic loop runs SCHED_FIFO at priority 80 and the
+physics loop at 60 where permitted: a frame may wait for a physics step, a step not.  Any way the session ends -- duration reached, window closed,
 Ctrl-C, a device fault, a crashed loop -- the stop event is set, the haptic loop commands
 zero force, and the log is closed.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .layout import PROXY, SNAPSHOT, TICK
+from .layout import PHYS, PROXY, SNAPSHOT, TICK
+from .loops import try_realtime
 from .shm import Ring, SeqSlot
 
-RING_CAPACITY = 8192          # 8 s of haptic ticks: the logger drains every 10 ms
+RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG_PERIOD_S
+PHYS_RING_CAPACITY = 1024     # 10 s of physics steps
+LOG_PERIOD_S = 0.02
+PHYSICS_PRIORITY = 60         # SCHED_FIFO priority of the physics process (haptic: 80)
 STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the numba kernels
 
 
@@ -39,26 +45,28 @@ class SessionResult:
     fault: str | None = None
     energy: float = 0.0
     wall: float = 0.0
+    log_stats: dict = field(default_factory=dict)   # logged_steps, dropped_ticks, dropped_steps
 
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
-    from app.log import LogWriter
     from sim_core import scenario
     from . import physics_loop
     from haptics.local_contact import PACKED_SIZE
 
+    if spec.get("realtime", True):
+        # below the haptic loop (80) but above rendering: a frame may wait, a physics step not
+        try_realtime(PHYSICS_PRIORITY)
+    # One numba thread: the haptic loop owns a core, and a parallel kernel whose second
+    # thread waits behind it would stall the whole step (measured: 6.6 % missed deadlines).
+    import numba
+    numba.set_num_threads(1)
     model, state, cfg = scenario.load(spec["scenario"])
     state = type(state)(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6))
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     snap = SeqSlot(SNAPSHOT.size, name=spec["snapshot"], create=False)
-    ring = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
-    log = None
-    if spec.get("log"):
-        log = LogWriter(spec["log"])
-        log.put("/config", 0.0, cfg)
-        log.part_state(state)
+    phys_ring = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
     trace = {"t": [], "p_w": [], "rot": [], "max_pen": [], "mean_pen": [], "force": [], "step": []}
     rot = [0.0]
 
@@ -80,27 +88,58 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
         if ready is not None:
             ready.put(("ready", True, "physics loop ready"))
             go.wait()
-        if log is not None:   # after go: the haptic loop has said whether it runs SCHED_FIFO
-            log.put("/session", 0.0, {"device": spec["device"], "sched_fifo": bool(realtime.value),
-                                      "headless": spec.get("headless", True)})
-        res = physics_loop.run(model, state, proxy, contact, snap, ring, log, stop, on_step=record)
+        res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
+                               phys_ring=phys_ring)
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
                  "final": {"p_w": res["final"].p_w.tolist(), "R_wb": res["final"].R_wb.tolist()},
-                 "dropped": ring.dropped})
+                 "dropped": phys_ring.dropped})
     except Exception as e:  # noqa: BLE001 - report it; the main process ends the session
         import traceback
         out.put({"error": f"physics loop: {type(e).__name__}: {e}", "traceback": traceback.format_exc()})
         stop.set()
     finally:
-        if log is not None:
-            log.close()
-        for s in (proxy, contact, snap, ring):
+        for s in (proxy, contact, snap, phys_ring):
             s.close()
 
 
+def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
+    """Logger process: drains the haptic and physics rings into the MCAP log every
+    ``LOG_PERIOD_S``, so neither loop ever waits on JSON encoding or the disk."""
+    from app.log import LogWriter
+    from sim_core.model import State
+    from . import physics_loop
+    ticks = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
+    phys = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
+    log = LogWriter(spec["log"])
+    n = 0
+    try:
+        log.put("/config", 0.0, cfg)
+        log.part_state(State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6)))
+        go.wait()
+        log.put("/session", 0.0, {"device": spec["device"], "sched_fifo": bool(realtime.value),
+                                  "headless": spec.get("headless", True)})
+        parent = os.getppid()
+        while True:
+            done = stop.is_set() or os.getppid() != parent   # session died: close the log
+            physics_loop.log_ticks(log, ticks.drain())
+            for r in phys.drain():
+                log.physics_record(r)
+                n += 1
+            log.flush()
+            if done:
+                break
+            time.sleep(LOG_PERIOD_S)
+    finally:
+        log.close()
+        out.put({"logged_steps": n, "dropped_ticks": ticks.dropped, "dropped_steps": phys.dropped})
+        ticks.close()
+        phys.close()
+
+
 def run_session(scenario_name: str, device: str, duration: float, log_path: str | None = None,
-                gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60) -> SessionResult:
+                gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60,
+                realtime: bool = True) -> SessionResult:
     """Start the loops, let them run `duration` seconds (or until on_frame returns False),
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
     loop's body when there is a view (called about every ``frame_period``)."""
@@ -120,18 +159,25 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     ctx = mp.get_context("spawn")
     slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
     ring = Ring(TICK.size, RING_CAPACITY)
+    phys_ring = Ring(PHYS.size, PHYS_RING_CAPACITY)
     slots["proxy"].write(PROXY.pack(t=0.0, p=p0, R=R0, V=np.zeros(6)))
     stop, go = ctx.Event(), ctx.Event()
     status, out = ctx.Queue(), ctx.Queue()
     spec = {k: s.name for k, s in slots.items()}
-    spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, device=device, scenario=scenario_name,
+    spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, phys_ring=phys_ring.name, device=device, scenario=scenario_name,
                 mass=model.mass, inertia=model.inertia_b.tolist(), p0=list(p0), R0=np.asarray(R0).tolist(),
-                gains=gains or {}, log=log_path, headless=on_frame is None)
-    realtime = ctx.Value("b", 0)
-    phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, realtime),
+                gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime)
+    rt_flag = ctx.Value("b", 0)
+    phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),
                        name="tightsim-physics", daemon=True)
     from .haptic_loop import haptic_main
     hapt = ctx.Process(target=haptic_main, args=(spec, stop, status, go), name="tightsim-haptic", daemon=True)
+    logger = None
+    log_out = ctx.Queue()
+    if log_path:
+        logger = ctx.Process(target=_logger_main, args=(spec, cfg, stop, go, rt_flag, log_out),
+                             name="tightsim-logger", daemon=True)
+        logger.start()
     res = SessionResult()
     phys.start()
     hapt.start()
@@ -147,7 +193,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
             ready += 1
         elif msg[0] == "realtime":
             res.realtime = bool(msg[1])
-            realtime.value = int(res.realtime)
+            rt_flag.value = int(res.realtime)
         elif msg[0] == "fault":
             res.fault = msg[2]
             break
@@ -194,8 +240,14 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         except queue.Empty:
             pass
         phys.join(timeout=5)
-        for p in (hapt, phys):
-            if p.is_alive():
+        if logger is not None:
+            try:
+                res.log_stats = log_out.get(timeout=30)
+            except queue.Empty:
+                pass
+            logger.join(timeout=5)
+        for p in (hapt, phys, logger):
+            if p is not None and p.is_alive():
                 p.terminate()
         while True:
             try:
@@ -207,7 +259,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 res.fault = msg[2]
             elif msg[0] == "realtime":
                 res.realtime = bool(msg[1])
-        for s in (*slots.values(), ring):
+        for s in (*slots.values(), ring, phys_ring):
             s.close(unlink=True)
     if phys_out is not None:
         if "error" in phys_out:
