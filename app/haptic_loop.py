@@ -17,6 +17,7 @@ The process asks for SCHED_FIFO and publishes whether it got it (the HUD says so
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 import time
@@ -74,6 +75,11 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         coupling = Coupling(CouplingGains(**spec.get("gains", {})), limits, T=T_HAPTIC)
         proxy = Proxy(spec["mass"], np.array(spec["inertia"]), np.array(spec["p0"]), np.array(spec["R0"]))
         _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec)
+        # no cyclic garbage collection during the loop: a full collection can take
+        # milliseconds, and a tick allocates only acyclic temporaries (freed by refcount)
+        gc.collect()
+        gc.freeze()
+        gc.disable()
         status.put(("ready", True, "haptic loop ready"))
         if go is not None:
             go.wait()

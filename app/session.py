@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .layout import PHYS, PROXY, SNAPSHOT, TICK
-from .loops import try_realtime
+from .loops import sleep_until, try_realtime
 from .shm import Ring, SeqSlot
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG_PERIOD_S
@@ -202,9 +202,15 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     periods, works = [], []
     snap_buf, prox_buf = np.empty(SNAPSHOT.size), np.empty(PROXY.size)
     last_tick = 0
+    frame = 0
     try:
         while time.perf_counter() - t0 < duration and not stop.is_set():
-            time.sleep(frame_period)
+            frame += 1                        # absolute frame deadlines; a late frame does not wait
+            next_frame = t0 + frame * frame_period
+            if next_frame > time.perf_counter():
+                sleep_until(next_frame, spin=0.0)
+            else:
+                frame = int((time.perf_counter() - t0) / frame_period)
             while True:
                 try:
                     msg = status.get_nowait()

@@ -21,6 +21,7 @@ from app.session import haptic_jitter_from_log, run_session
 
 
 def run(args, realtime: bool) -> None:
+    FRAMES[0] = 0
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "s.mcap")
         on_frame, note = make_on_frame(args.scenario) if os.environ.get("DISPLAY") else (None, "no display: rendering off")
@@ -35,12 +36,22 @@ def run(args, realtime: bool) -> None:
           f"p99.9 {np.percentile(per, 99.9):.4f}  max {per.max():.4f}  >2 ms: {int((per > 2.0).sum())}")
     print(f"  physics: {ph['steps']} steps, {1e3 / (np.mean(ph['periods']) * 1e3):.1f} Hz, "
           f"missed deadline {misses:.2f} % of steps")
+    if FRAMES[0]:
+        print(f"  render: {FRAMES[0]} frames, {FRAMES[0] / res.wall:.1f} fps")
+
+
+FRAMES = [0]
 
 
 def make_on_frame(scenario_name):
-    """Render loop body drawing the session's snapshot with the OpenGL view."""
+    """Render loop body drawing the session's snapshot with the OpenGL view (counts frames)."""
     from app.view_session import make_renderer
-    return make_renderer(scenario_name), "rendering 1280x720 at ~60 fps"
+    draw = make_renderer(scenario_name)
+
+    def on_frame(sv, pv):
+        FRAMES[0] += 1
+        return draw(sv, pv)
+    return on_frame, "rendering 1280x720"
 
 
 def main() -> None:
