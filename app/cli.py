@@ -53,8 +53,15 @@ def cmd_session(a) -> int:
     import time as _time
     from app.session import run_session, summary_lines
     log = a.log or f"tightsim-{Path(a.scenario).stem}-{_time.strftime('%Y%m%d-%H%M%S')}.mcap"
-    duration = a.duration if a.duration is not None else 60.0
-    res = run_session(a.scenario, a.device, duration, log_path=log)
+    on_frame = None
+    if not a.headless and _has_display():
+        from app.view_session import make_renderer
+        on_frame = make_renderer(a.scenario)
+    elif not a.headless:
+        print("tightsim: no display: session runs headless", file=sys.stderr)
+    # with a window the session lasts until it is closed (or --duration)
+    duration = a.duration if a.duration is not None else (1e9 if on_frame else 60.0)
+    res = run_session(a.scenario, a.device, duration, log_path=log, on_frame=on_frame)
     print("\n".join(summary_lines(res)))
     print(f"log                 {log}")
     return 0 if res.fault is None else 3

@@ -117,7 +117,7 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
         log.put("/config", 0.0, cfg)
         log.part_state(State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6)))
         go.wait()
-        log.put("/session", 0.0, {"device": spec["device"], "sched_fifo": bool(realtime.value),
+        log.put("/session", 0.0, {"device": spec["device_label"], "sched_fifo": bool(realtime.value),
                                   "headless": spec.get("headless", True)})
         parent = os.getppid()
         while True:
@@ -158,13 +158,28 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         dev.close()
     ctx = mp.get_context("spawn")
     slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
+    keyboard = None
+    device_label = device
+    if device == "keyboard":
+        # the window's events arrive here, in the main process: run the keyboard/mouse state
+        # machine here and hand its samples to the haptic process through a seqlock slot
+        from devices.keyboard import KeyboardDevice
+        from devices.shared import SAMPLE_SIZE, pack_sample
+        keyboard = KeyboardDevice()
+        keyboard.open()
+        slots["input"] = SeqSlot(SAMPLE_SIZE)
+        slots["input"].write(pack_sample(keyboard.read(0.0)))
+        device = f"shared:{slots['input'].name}"
+        if on_frame is not None and hasattr(on_frame, "bind_keyboard"):
+            on_frame.bind_keyboard(keyboard)
     ring = Ring(TICK.size, RING_CAPACITY)
     phys_ring = Ring(PHYS.size, PHYS_RING_CAPACITY)
     slots["proxy"].write(PROXY.pack(t=0.0, p=p0, R=R0, V=np.zeros(6)))
     stop, go = ctx.Event(), ctx.Event()
     status, out = ctx.Queue(), ctx.Queue()
     spec = {k: s.name for k, s in slots.items()}
-    spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, phys_ring=phys_ring.name, device=device, scenario=scenario_name,
+    spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, phys_ring=phys_ring.name, device=device,
+                device_label=device_label, scenario=scenario_name,
                 mass=model.mass, inertia=model.inertia_b.tolist(), p0=list(p0), R0=np.asarray(R0).tolist(),
                 gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime)
     rt_flag = ctx.Value("b", 0)
@@ -222,6 +237,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 elif msg[0] == "fault":
                     res.fault = msg[2]
                     stop.set()
+            if keyboard is not None:
+                slots["input"].write(pack_sample(keyboard.read(time.perf_counter() - t0)))
             _, pv = slots["proxy"].read(prox_buf)
             ticks = int(PROXY.get(pv, "ticks")[0])
             if ticks > last_tick:

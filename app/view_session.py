@@ -48,12 +48,16 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     from sim_core.paths import scenario_path
     cfg = config.load(scenario_path(scenario_name))
     static, moving = cfg["parts"]["static"], cfg["parts"]["moving"]
-    state = {"view": None, "last": None, "fps": 0.0}
+    state = {"view": None, "last": None, "fps": 0.0, "keyboard": None}
 
     def on_frame(sv, pv):
         from .view import View
         if state["view"] is None:
             state["view"] = View(width, height, visible=visible)
+            kb = state["keyboard"]
+            if kb is not None:          # mouse drags, scroll and keys drive the proxy
+                state["view"].on_drag, state["view"].on_scroll, state["view"].on_key = \
+                    kb.on_drag, kb.on_scroll, kb.on_key
         view = state["view"]
         now = time.perf_counter()
         if state["last"] is not None:
@@ -67,4 +71,8 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         view.draw(snapshot(sv, pv, static, moving, state["fps"]))
         return True
 
+    def bind_keyboard(kb):
+        state["keyboard"] = kb
+
+    on_frame.bind_keyboard = bind_keyboard
     return on_frame

@@ -285,6 +285,10 @@ def open_device(spec: str, **kw) -> Device:
     elif kind == "serial" and arg:
         from .serial_inverse3 import Inverse3Serial
         dev = Inverse3Serial(arg, **kw)
+    elif kind == "shared" and arg:
+        from .keyboard import KEYBOARD_CAPABILITY
+        from .shared import SharedSampleDevice
+        dev = SharedSampleDevice(arg, kw.pop("capability", KEYBOARD_CAPABILITY))
     elif kind == "spacemouse":
         from .spacemouse import SpaceMouse
         dev = SpaceMouse(path=arg or None, **kw)

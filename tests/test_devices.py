@@ -404,3 +404,21 @@ def test_scripted_device_plays_a_function_and_records_forces():
     dev2.open()
     assert dev2.read(0.05).v.tolist() == [1, 1, 1] and not dev2.finished
     assert not dev2.read(0.2).v.any() and dev2.finished
+
+
+def test_shared_sample_device_round_trip_without_waiting():
+    from app.shm import SeqSlot
+    from devices.base import DeviceSample, open_device
+    from devices.shared import SAMPLE_SIZE, pack_sample
+    slot = SeqSlot(SAMPLE_SIZE)
+    s = DeviceSample(0.5, np.array([0.01, 0.02, 0.03]), np.array([1.0, 0, 0, 0]), np.zeros(3),
+                     np.zeros(3), 1)
+    slot.write(pack_sample(s))
+    dev = open_device(f"shared:{slot.name}")
+    r = dev.read(1.0)
+    assert np.array_equal(r.p, s.p) and r.buttons == 1 and r.t == 1.0
+    slot._seq[0] += 1                        # the writer is mid-write: keep the last sample
+    assert np.array_equal(dev.read(1.001).p, s.p)
+    slot._seq[0] += 1
+    dev.close()
+    slot.close(unlink=True)

@@ -45,3 +45,15 @@ def test_device_fault_ends_the_session_with_one_line_and_an_intact_log(tmp_path)
     assert res.wall < 5.0                                  # ended early, not at the duration
     log = read_log(path)
     assert not log.truncated and log.messages("/config")
+
+
+def test_keyboard_session_reads_the_main_process_input(tmp_path):
+    """The keyboard/mouse state machine runs beside the view (main process) and reaches the
+    haptic process through shared memory; with no events the proxy stays put."""
+    path = tmp_path / "kb.mcap"
+    res = run_session("bolting", "keyboard", 0.5, log_path=str(path))
+    assert res.fault is None
+    log = read_log(path)
+    assert log.messages("/session")[0][1]["device"] == "keyboard"
+    dev = log.messages("/device")
+    assert dev and all(m["p"] == dev[0][1]["p"] for _, m in dev)
