@@ -47,6 +47,20 @@ class SessionResult:
     wall: float = 0.0
     log_stats: dict = field(default_factory=dict)   # logged_steps, dropped_ticks, dropped_steps
 
+    def absorb(self, status) -> bool:
+        """Take every pending status message; True if one of them was a fault."""
+        fault = False
+        while True:
+            try:
+                msg = status.get_nowait()
+            except queue.Empty:
+                return fault
+            self.messages.append(msg)
+            if msg[0] == "realtime":
+                self.realtime = bool(msg[1])
+            elif msg[0] == "fault":
+                self.fault, fault = msg[2], True
+
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
@@ -226,17 +240,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 sleep_until(next_frame, spin=0.0)
             else:
                 frame = int((time.perf_counter() - t0) / frame_period)
-            while True:
-                try:
-                    msg = status.get_nowait()
-                except queue.Empty:
-                    break
-                res.messages.append(msg)
-                if msg[0] == "realtime":
-                    res.realtime = bool(msg[1])
-                elif msg[0] == "fault":
-                    res.fault = msg[2]
-                    stop.set()
+            if res.absorb(status):
+                stop.set()
             if keyboard is not None:
                 slots["input"].write(pack_sample(keyboard.read(time.perf_counter() - t0)))
             _, pv = slots["proxy"].read(prox_buf)
@@ -272,16 +277,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         for p in (hapt, phys, logger):
             if p is not None and p.is_alive():
                 p.terminate()
-        while True:
-            try:
-                msg = status.get_nowait()
-            except queue.Empty:
-                break
-            res.messages.append(msg)
-            if msg[0] == "fault":
-                res.fault = msg[2]
-            elif msg[0] == "realtime":
-                res.realtime = bool(msg[1])
+        res.absorb(status)
         for s in (*slots.values(), ring, phys_ring):
             s.close(unlink=True)
     if phys_out is not None:
