@@ -68,13 +68,13 @@ def cmd_session(a) -> int:
 
 
 def cmd_run(a) -> int:
-    if a.device:
+    if a.device or (not a.headless and _has_display()):
+        a.device = a.device or "keyboard"          # a window: the keyboard/mouse fallback
         return cmd_session(a)
     from sim_core import scenario
     model, state, cfg = scenario.load(a.scenario)
     if not a.headless:
-        why = "no display" if not _has_display() else "the OpenGL view is not built yet"
-        print(f"tightsim: running headless ({why})", file=sys.stderr)
+        print("tightsim: running headless (no display)", file=sys.stderr)
     duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
     log = None
     if a.log:
@@ -136,8 +136,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--log", metavar="PATH", help="write an MCAP log of every step")
     r.add_argument("--summary-json", metavar="PATH", help="write the summary figures as JSON")
     r.add_argument("--device", metavar="SPEC", help="run a real-time haptic session with this device: "
-                   "keyboard, scripted:NAME, replay:LOG, serial:PORT, spacemouse (default: the "
-                   "scripted batch run of the scenario's waypoints)")
+                   "keyboard, scripted:NAME, replay:LOG, serial:PORT, spacemouse (default: keyboard "
+                   "in a window when there is a display; with --headless or no display, the "
+                   "batch run of the scenario's waypoints)")
     r.set_defaults(fn=cmd_run)
     a = sub.add_parser("assets", help="generated data (part meshes)")
     asub = a.add_subparsers(dest="assets_cmd", required=True)

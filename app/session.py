@@ -261,6 +261,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     finally:
         stop.set()
         res.wall = time.perf_counter() - t0
+        if on_frame is not None and hasattr(on_frame, "close"):
+            on_frame.close()                 # the window goes before the loops are joined
         hapt.join(timeout=5)
         phys_out = None
         try:

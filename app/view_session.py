@@ -53,7 +53,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     def on_frame(sv, pv):
         from .view import View
         if state["view"] is None:
-            state["view"] = View(width, height, visible=visible)
+            state["view"] = on_frame.view = View(width, height, visible=visible)
             kb = state["keyboard"]
             if kb is not None:          # mouse drags, scroll and keys drive the proxy
                 state["view"].on_drag, state["view"].on_scroll, state["view"].on_key = \
@@ -74,5 +74,11 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     def bind_keyboard(kb):
         state["keyboard"] = kb
 
+    def close():
+        if state["view"] is not None and not state["view"].close_requested:
+            state["view"].close()
+        state["view"] = None
+
     on_frame.bind_keyboard = bind_keyboard
+    on_frame.close = close
     return on_frame
