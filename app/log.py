@@ -221,10 +221,20 @@ def replay(log: Log, verify: bool = False):
     state = State(first["t"], np.array(first["p_w"]), np.array(first["R_wb"]).reshape(3, 3), np.array(first["V"]))
     err_p = err_v = 0.0
     n = 0
+    # a haptic session steps with the pipeline on the proxy pose (app.physics_loop)
+    sess = log.messages("/session")
+    if sess and sess[0][1].get("physics") == "session_step":
+        from app.physics_loop import session_step
+
+        def advance(st, inp):
+            return session_step(model, st, inp)[0]
+    else:
+        def advance(st, inp):
+            return pipeline.step(model, st, inp)[0]
     for k, (_, m) in enumerate(inputs):
         inp = Inputs(np.array(m["p_set_w"]), np.array(m["R_set_w"]).reshape(3, 3), np.array(m["v_set_w"]),
                      np.array(m["w_set_w"]), np.array(m["f_ext"]))
-        state, _ = pipeline.step(model, state, inp)
+        state = advance(state, inp)
         n += 1
         if verify and k + 1 < len(parts):
             ref = parts[k + 1][1]

@@ -32,6 +32,7 @@ RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG
 PHYS_RING_CAPACITY = 1024     # 10 s of physics steps
 LOG_PERIOD_S = 0.02
 PHYSICS_PRIORITY = 60         # SCHED_FIFO priority of the physics process (haptic: 80)
+PHYSICS_THREADS = 1          # numba threads: the haptic loop owns the other core
 STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the numba kernels
 
 
@@ -74,7 +75,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     # One numba thread: the haptic loop owns a core, and a parallel kernel whose second
     # thread waits behind it would stall the whole step (measured: 6.6 % missed deadlines).
     import numba
-    numba.set_num_threads(1)
+    numba.set_num_threads(PHYSICS_THREADS)
     model, state, cfg = scenario.load(spec["scenario"])
     state = type(state)(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6))
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
@@ -132,7 +133,7 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
         log.part_state(State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6)))
         go.wait()
         log.put("/session", 0.0, {"device": spec["device_label"], "sched_fifo": bool(realtime.value),
-                                  "headless": spec.get("headless", True)})
+                                  "headless": spec.get("headless", True), "physics": "session_step"})
         parent = os.getppid()
         while True:
             done = stop.is_set() or os.getppid() != parent   # session died: close the log

@@ -45,7 +45,9 @@ class _Laps:
         self._t = now
 
 
-def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
+def contacts_at(model: Model, state: State) -> tuple[Contacts, int, int, np.ndarray, _Laps]:
+    """Broad phase, detection and clustering at a pose: (representatives, candidates, contact
+    nodes, signed distances of the candidates, stage times)."""
     laps = _Laps()
     reach = detection.reach(model, state)
     idx, x_s = broadphase.candidates(model, state, reach)
@@ -54,16 +56,26 @@ def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
     laps.lap("detection")
     reps = clustering.kmeans(nodes, model.contact.clusters, model.contact.normal_scale)
     laps.lap("clustering")
+    return reps, int(idx.shape[0]), len(nodes), d_all, laps
+
+
+def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, d_all: np.ndarray,
+                       laps: _Laps, n_candidates: int = 0, n_contacts: int = 0) -> tuple[State, StepInfo]:
+    """The dynamics half of a step: drive, contact solving, PMI integration."""
     F0, B = drive.linearize(model, state, inp)
     V_next, wrench, sweeps, forces_w = solver_pgs.solve(model, state, reps, F0, B)
     laps.lap("solving")
     p_next, R_next = pmi.advance(state.p_w, state.R_wb, state.V, V_next, model.dt)
     laps.lap("integration")
-
     pen = -d_all[d_all < 0.0]
-    info = StepInfo(n_candidates=int(idx.shape[0]), n_contacts=len(nodes), n_clusters=len(reps),
+    info = StepInfo(n_candidates=n_candidates, n_contacts=n_contacts, n_clusters=len(reps),
                     max_penetration=float(pen.max()) if pen.size else 0.0,
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
                     contact_wrench=wrench, sweeps=sweeps, contacts=reps, forces_w=forces_w,
                     times=laps.times)
     return State(state.t + model.dt, p_next, R_next, V_next), info
+
+
+def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
+    reps, n_cand, n_cont, d_all, laps = contacts_at(model, state)
+    return step_with_contacts(model, state, inp, reps, d_all, laps, n_cand, n_cont)
