@@ -47,15 +47,13 @@ class SeqSlot:
         self._seq[0] = s + 2            # even: consistent
 
     def read(self, out: np.ndarray | None = None, max_tries: int = 100000) -> tuple[int, np.ndarray]:
-        """(sequence number, copy of the payload); sequence 0 means never written."""
+        """(sequence number, copy of the payload); sequence 0 means never written.  Retries
+        while the writer is mid-write (for readers that may wait: not the haptic loop)."""
         buf = np.empty(self.size) if out is None else out
         for _ in range(max_tries):
-            s1 = int(self._seq[0])
-            if s1 & 1:
-                continue
-            buf[:] = self._data
-            if int(self._seq[0]) == s1:
-                return s1 // 2, buf
+            seq = self.try_read(buf, tries=1)
+            if seq >= 0:
+                return seq, buf
         raise TimeoutError("SeqSlot: writer never finished a write")
 
     def try_read(self, out: np.ndarray, tries: int = 4) -> int:
