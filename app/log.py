@@ -9,7 +9,7 @@ topic              rate       fields
 /config            once       the validated scenario config (what replay rebuilds from)
 /session           once       start time, device spec, host facts (SCHED_FIFO or not)
 /device            1 kHz      t, p, q (wxyz), v, w, buttons -- raw device input
-/proxy             1 kHz      t, p_w, q_wb, V -- the haptic proxy
+/proxy             1 kHz      t, p_w, R_wb, V, device wrench, passivity-observer energy
 /physics_input     100 Hz     t, set pose and twist the physics step used (its whole input)
 /part_state        100 Hz     t, p_w, q_wb, V -- the simulated moving part after the step
 /contact           100 Hz     t, wrench, max penetration, node and cluster counts
@@ -43,8 +43,9 @@ SCHEMAS = {
                                                    "sched_fifo": {"type": "boolean"}}},
     "/device": {"type": "object", "properties": {"t": {"type": "number"}, "p": _VEC, "q": _VEC,
                                                   "v": _VEC, "w": _VEC, "buttons": {"type": "integer"}}},
-    "/proxy": {"type": "object", "properties": {"t": {"type": "number"}, "p_w": _VEC, "q_wb": _VEC,
-                                                 "V": _VEC}},
+    "/proxy": {"type": "object", "properties": {"t": {"type": "number"}, "p_w": _VEC, "R_wb": _VEC,
+                                                 "V": _VEC, "device_wrench": _VEC,
+                                                 "energy": {"type": "number"}}},
     "/physics_input": {"type": "object", "properties": {
         "t": {"type": "number"}, "p_set_w": _VEC, "R_set_w": _VEC, "v_set_w": _VEC,
         "w_set_w": _VEC, "f_ext": _VEC}},

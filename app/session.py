@@ -39,8 +39,6 @@ STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the 
 @dataclass
 class SessionResult:
     physics: dict = field(default_factory=dict)      # steps, misses, periods, works, final
-    haptic_periods: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    haptic_works: np.ndarray = field(default_factory=lambda: np.zeros(0))
     messages: list = field(default_factory=list)     # (kind, ok, text) from the haptic process
     realtime: bool = False
     fault: str | None = None
@@ -229,9 +227,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
             break
     go.set()
     t0 = time.perf_counter()
-    periods, works = [], []
     snap_buf, prox_buf = np.empty(SNAPSHOT.size), np.empty(PROXY.size)
-    last_tick = 0
     frame = 0
     try:
         while time.perf_counter() - t0 < duration and not stop.is_set():
@@ -246,10 +242,6 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
             if keyboard is not None:
                 slots["input"].write(pack_sample(keyboard.read(time.perf_counter() - t0)))
             _, pv = slots["proxy"].read(prox_buf)
-            ticks = int(PROXY.get(pv, "ticks")[0])
-            if ticks > last_tick:
-                periods.append(float(PROXY.get(pv, "period")[0]))
-                last_tick = ticks
             res.energy = float(PROXY.get(pv, "energy")[0])
             if on_frame is not None:
                 _, sv = slots["snapshot"].read(snap_buf)
@@ -287,7 +279,6 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         if "error" in phys_out:
             res.fault = phys_out["error"]
         res.physics = phys_out
-    res.haptic_periods = np.array(periods)
     return res
 
 
