@@ -165,9 +165,10 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     if device.startswith("scripted:"):
         # scripted trajectories are written in a frame whose origin is the top of the static
         # part (bolt end / hole entry), axis +z: start the part where the script starts
-        top = model.static_dims.get("length", 0.0)
+        top = model.static_dims.get("length", 0.0)          # bolt end; the hole's top is z = 0
+        half = 0.5 * model.moving_dims.get("height", model.moving_dims.get("length", 0.0))
         dev = open_device(device)
-        p0 = dev.read(0.0).p + np.array([0.0, 0.0, top]) + np.array([0.0, 0.0, model.moving_dims.get("height", model.moving_dims.get("length", 0.0)) / 2])
+        p0 = dev.read(0.0).p + np.array([0.0, 0.0, top + half])   # lower face at the script's point
         dev.close()
     ctx = mp.get_context("spawn")
     slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
