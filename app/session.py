@@ -26,7 +26,7 @@ import numpy as np
 
 from .layout import PHYS, PROXY, SNAPSHOT, TICK
 from .loops import sleep_until, try_realtime
-from .shm import Ring, SeqSlot
+from .shm import Ring, SeqSlot, StopFlag
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG_PERIOD_S
 PHYS_RING_CAPACITY = 1024     # 10 s of physics steps
@@ -189,7 +189,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     ring = Ring(TICK.size, RING_CAPACITY)
     phys_ring = Ring(PHYS.size, PHYS_RING_CAPACITY)
     slots["proxy"].write(PROXY.pack(t=0.0, p=p0, R=R0, V=np.zeros(6)))
-    stop, go = ctx.Event(), ctx.Event()
+    stop, go = StopFlag(ctx), ctx.Event()
     status, out = ctx.Queue(), ctx.Queue()
     spec = {k: s.name for k, s in slots.items()}
     spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, phys_ring=phys_ring.name, device=device,
@@ -283,11 +283,20 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     return res
 
 
-def haptic_jitter_from_log(path: str) -> np.ndarray:
-    """Every haptic period (s) of a session, from its log's /timing messages."""
+def _haptic_timing(path: str, key: str) -> np.ndarray:
     from .log import read_log
     log = read_log(path)
-    return np.array([m["period"] for _, m in log.messages("/timing") if m.get("loop") == "haptic"][1:])
+    return np.array([m[key] for _, m in log.messages("/timing") if m.get("loop") == "haptic"][1:])
+
+
+def haptic_jitter_from_log(path: str) -> np.ndarray:
+    """Every haptic period (s) of a session, from its log's /timing messages."""
+    return _haptic_timing(path, "period")
+
+
+def haptic_work_from_log(path: str) -> np.ndarray:
+    """Every haptic tick's work time (s: device read to force write) of a session."""
+    return _haptic_timing(path, "work")
 
 
 def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:

@@ -121,3 +121,22 @@ class Ring:
         self.shm.close()
         if unlink:
             self.shm.unlink()
+
+
+class StopFlag:
+    """A one-way stop flag shared by processes, read without any lock.
+
+    ``multiprocessing.Event.is_set()`` acquires a process-shared lock; a low-priority
+    holder (the render loop, the logger) preempted while holding it stalls whoever polls
+    next -- measured: the 1 kHz loop missed its deadline by up to 5.9 ms a few times a
+    minute.  A single shared byte written once (0 -> 1) cannot tear, so no lock is needed.
+    Pass it to a spawned process as an argument (it pickles the shared value's handle)."""
+
+    def __init__(self, ctx) -> None:
+        self._v = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._v.value = 1
+
+    def is_set(self) -> bool:
+        return self._v.value != 0

@@ -35,7 +35,10 @@ would show a stale back buffer).
 Frames are drawn into an offscreen framebuffer and copied to the window, so
 :meth:`screenshot` is exactly the last frame, visible window or not.  ``samples`` (MSAA)
 defaults to 4 on a GPU and 1 on a software renderer (llvmpipe: 4x halves the frame rate);
-:func:`render_png` always uses 4.
+:func:`render_png` always uses 4.  ``direct=True`` (a shown window, one sample) skips the
+offscreen copy and draws into the window's back buffer -- the interactive session's choice,
+where every millisecond of a software renderer counts; a screenshot is then only valid
+from a frame drawn with ``present=False``.
 
 pyglet wants to run in the main thread of its process (required on macOS, safest on X11),
 and every call on a ``View`` must come from the thread that created it.
@@ -129,7 +132,7 @@ class View:
 
     def __init__(self, width: int = 1280, height: int = 720, visible: bool = True,
                  mesh_dir: Path | None = None, *, samples: int | None = None, vsync: bool = False,
-                 caption: str = "tightsim"):
+                 caption: str = "tightsim", direct: bool = False):
         if _load_gl() and visible:
             raise RuntimeError("view: no display (DISPLAY is not set); use visible=False "
                                "or run under xvfb-run")
@@ -153,7 +156,7 @@ class View:
         if samples is None:                  # MSAA halves llvmpipe's frame rate; keep it for GPUs
             software = any(w in self.gl_renderer.lower() for w in ("llvmpipe", "softpipe", "swrast"))
             samples = 1 if software else 4
-        self._target = RenderTarget(samples)
+        self._target = RenderTarget(samples, direct=direct and self.visible)
         self._meshes: dict[str, GpuMesh] = {}
         self._bounds: dict[str, np.ndarray] = {}     # name -> (8, 3) local box corners
         self._prims_data = {"box": view_mesh.unit_box(), "cylinder": view_mesh.unit_cylinder(),
@@ -177,8 +180,9 @@ class View:
         kw = dict(width=width, height=height, visible=visible, vsync=vsync, caption=caption,
                   resizable=visible)
         try:
+            # depth 24 as the offscreen target has: a direct-drawn frame must depth-test alike
             cfg = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
-                                   double_buffer=True)
+                                   double_buffer=True, depth_size=24)
             return pyglet.window.Window(config=cfg, **kw)
         except pyglet.window.NoSuchConfigException:
             return pyglet.window.Window(**kw)

@@ -187,11 +187,16 @@ class GpuMesh:
 
 
 class RenderTarget:
-    """Offscreen colour+depth framebuffer (MSAA with `samples` > 1) and its resolved copy."""
+    """Offscreen colour+depth framebuffer (MSAA with `samples` > 1) and its resolved copy.
 
-    def __init__(self, samples: int = 4):
+    ``direct``: with one sample, draw straight into the window's back buffer instead -- no
+    offscreen copy to blit every frame (1.9 ms of a 10 ms llvmpipe frame at 1280x720).  The
+    frame can then be read back only before it is presented (``View.draw(present=False)``)."""
+
+    def __init__(self, samples: int = 4, direct: bool = False):
         max_samples = int(GL.glGetIntegerv(GL.GL_MAX_SAMPLES))
         self.samples = max(1, min(int(samples), max_samples))
+        self.direct = bool(direct) and self.samples == 1
         self.size = (0, 0)
         self._fbos: list[int] = []
         self._rbos: list[int] = []
@@ -232,6 +237,10 @@ class RenderTarget:
         if (w, h) == self.size:
             return
         self._release()
+        if self.direct:
+            self.draw_fbo = self.read_fbo = 0
+            self.size = (w, h)
+            return
         self.draw_fbo = self._framebuffer(w, h, self.samples, depth=True)
         self.read_fbo = (self._framebuffer(w, h, 1, depth=False) if self.samples > 1
                          else self.draw_fbo)
@@ -248,7 +257,8 @@ class RenderTarget:
 
     def present(self):
         """Copy the resolved frame to the window's back buffer."""
-        self._blit(self.read_fbo, 0)
+        if not self.direct:
+            self._blit(self.read_fbo, 0)
 
     def _blit(self, src: int, dst: int):
         w, h = self.size
@@ -261,7 +271,7 @@ class RenderTarget:
         """(H, W, 3) uint8 of the resolved frame, row 0 at the top."""
         w, h = self.size
         GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.read_fbo)
-        GL.glReadBuffer(GL.GL_COLOR_ATTACHMENT0)
+        GL.glReadBuffer(GL.GL_BACK if self.direct else GL.GL_COLOR_ATTACHMENT0)
         GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
         raw = GL.glReadPixels(0, 0, w, h, GL.GL_RGB, GL.GL_UNSIGNED_BYTE)
         GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, 0)

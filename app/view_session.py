@@ -53,7 +53,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     def on_frame(sv, pv):
         from .view import View
         if state["view"] is None:
-            state["view"] = on_frame.view = View(width, height, visible=visible)
+            state["view"] = on_frame.view = View(width, height, visible=visible, direct=True)
             kb = state["keyboard"]
             if kb is not None:          # mouse drags, scroll and keys drive the proxy
                 state["view"].on_drag, state["view"].on_scroll, state["view"].on_key = \

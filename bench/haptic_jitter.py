@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from app.session import haptic_jitter_from_log, run_session
+from app.session import haptic_jitter_from_log, haptic_work_from_log, run_session
 
 
 def run(args, realtime: bool) -> None:
@@ -28,12 +28,17 @@ def run(args, realtime: bool) -> None:
         res = run_session(args.scenario, args.device, args.duration, log_path=log, on_frame=on_frame,
                           realtime=realtime)
         per = haptic_jitter_from_log(log) * 1e3
+        work = haptic_work_from_log(log) * 1e3
     ph = res.physics
     misses = 100.0 * ph["misses"] / max(1, ph["steps"])
     print(f"\n{'SCHED_FIFO' if res.realtime else 'normal priority'} ({note}), {args.duration:g} s, "
           f"{len(per)} haptic periods")
     print(f"  haptic period ms: median {np.median(per):.4f}  p99 {np.percentile(per, 99):.4f}  "
           f"p99.9 {np.percentile(per, 99.9):.4f}  max {per.max():.4f}  >2 ms: {int((per > 2.0).sum())}")
+    # a tick's own work normally takes ~0.2 ms; one that took > 1 ms was interrupted while it
+    # ran at the top priority -- by the hypervisor or an interrupt, not by another process
+    print(f"  haptic work ms: median {np.median(work):.4f}  max {work.max():.4f}  "
+          f"ticks interrupted mid-work (> 1 ms): {int((work > 1.0).sum())}")
     print(f"  physics: {ph['steps']} steps, {1e3 / (np.mean(ph['periods']) * 1e3):.1f} Hz, "
           f"missed deadline {misses:.2f} % of steps")
     if FRAMES[0]:
@@ -59,8 +64,11 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--scenario", default="bolting")
     ap.add_argument("--device", default="scripted:approach_and_turn")
+    ap.add_argument("--only", choices=("fifo", "normal"), help="run one of the two configurations")
     args = ap.parse_args()
     for rt in (True, False):
+        if args.only and (args.only == "fifo") != rt:
+            continue
         run(args, rt)
 
 

@@ -12,6 +12,9 @@ Mesa's ``LP_NUM_THREADS`` sets llvmpipe's thread count (default: one per core).
 
     python bench/render_fps.py [--seconds 5] [--width 1280] [--height 720]
                                [--samples 1 4] [--hidden] [--arm]
+
+"direct" is the interactive session's configuration: one sample, drawn straight into the
+shown window's back buffer (no offscreen framebuffer to copy).
 """
 from __future__ import annotations
 
@@ -22,11 +25,12 @@ import time
 import numpy as np
 
 
-def run(seconds: float, width: int, height: int, samples: int, visible: bool, arm: bool) -> dict:
+def run(seconds: float, width: int, height: int, samples: int, visible: bool, arm: bool,
+        direct: bool = False) -> dict:
     from app.view import View
     from app.view_scene import bolting_snapshot
 
-    with View(width, height, visible=visible, samples=samples) as view:
+    with View(width, height, visible=visible, samples=samples, direct=direct) as view:
         t_load = time.perf_counter()
         view.draw(bolting_snapshot(0.0, with_arm=arm))
         view.finish()
@@ -48,9 +52,9 @@ def run(seconds: float, width: int, height: int, samples: int, visible: bool, ar
             times.append(time.perf_counter() - t0)
             k += 1
         cpu = time.process_time() - cpu0
-        info = (view.gl_renderer, view.gl_version, view._target.samples)
+        info = (view.gl_renderer, view.gl_version, view._target.samples, view._target.direct)
     ft = np.array(times) * 1e3
-    return {"samples": info[2], "frames": len(ft), "median_ms": float(np.median(ft)),
+    return {"samples": info[2], "direct": info[3], "frames": len(ft), "median_ms": float(np.median(ft)),
             "p99_ms": float(np.percentile(ft, 99)), "first_ms": first * 1e3,
             "cpu_ms": cpu * 1e3 / len(ft),
             "renderer": info[0], "gl": info[1]}
@@ -67,9 +71,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     print(f"DISPLAY={os.environ.get('DISPLAY', '')!r}  {a.width}x{a.height}  "
           f"{'hidden' if a.hidden else 'visible'} window, {a.seconds:g} s per configuration")
-    for s in a.samples:
-        r = run(a.seconds, a.width, a.height, s, not a.hidden, a.arm)
-        print(f"  MSAA x{r['samples']}: {r['frames']} frames  median {r['median_ms']:.2f} ms "
+    configs = [(s, False) for s in a.samples]
+    if 1 in a.samples and not a.hidden:
+        configs.insert(0, (1, True))        # the session's path: no offscreen copy
+    for s, direct in configs:
+        r = run(a.seconds, a.width, a.height, s, not a.hidden, a.arm, direct)
+        label = "direct " if r["direct"] else "MSAA x" + str(r["samples"])
+        print(f"  {label:7s}: {r['frames']} frames  median {r['median_ms']:.2f} ms "
               f"({1e3 / r['median_ms']:.1f} fps)  p99 {r['p99_ms']:.2f} ms "
               f"({1e3 / r['p99_ms']:.1f} fps)  first frame {r['first_ms']:.0f} ms")
         print(f"           CPU {r['cpu_ms']:.2f} ms per frame (all threads) = "

@@ -3,7 +3,7 @@ import multiprocessing as mp
 
 import numpy as np
 
-from app.shm import Ring, SeqSlot
+from app.shm import Ring, SeqSlot, StopFlag
 
 SIZE = 64
 WRITES = 20000
@@ -82,3 +82,19 @@ def test_try_read_gives_up_instead_of_waiting_on_a_writer():
     assert slot.try_read(out) == -1 and np.all(out == -1.0)   # old value kept by the caller
     slot._seq[0] += 1
     slot.close(unlink=True)
+
+
+def _set_later(flag, delay):
+    import time
+    time.sleep(delay)
+    flag.set()
+
+
+def test_stop_flag_set_in_one_process_is_seen_in_another():
+    ctx = mp.get_context("spawn")
+    flag = StopFlag(ctx)
+    assert not flag.is_set()
+    p = ctx.Process(target=_set_later, args=(flag, 0.05))
+    p.start()
+    p.join(timeout=30)
+    assert p.exitcode == 0 and flag.is_set()
