@@ -107,6 +107,38 @@ def cmd_assets_build(a) -> int:
     return 0
 
 
+def cmd_train_sdf(a) -> int:
+    import time
+
+    from sim_core import train_sdf
+    from sim_core.geometry import profiles
+    from sim_core.geometry.sdf import exact_sdf
+    from sim_core.paths import assets_dir
+    try:
+        import torch  # noqa: F401 - only training needs it
+    except ImportError:
+        print("tightsim: train sdf needs torch: pip install -e \".[train]\"", file=sys.stderr)
+        return 2
+    parts = profiles.all_parts()
+    names = sorted(n for n, s in parts.items() if isinstance(s, (profiles.HoleSpec, profiles.BoltSpec))) \
+        if a.part == "all" else [a.part]
+    out = Path(a.out) if a.out else assets_dir() / "sdf"
+    out.mkdir(parents=True, exist_ok=True)
+    settings = train_sdf.TrainSettings(steps=a.steps, batch=a.batch, seed=a.seed, threads=a.threads)
+    for name in names:
+        t0 = time.perf_counter()
+        net = train_sdf.train(name, settings, progress=not a.quiet, parts=parts)
+        seconds = time.perf_counter() - t0
+        net.save(out / f"{name}.npz")
+        acc = train_sdf.accuracy(net, exact_sdf(parts[name]), n=a.eval_points)
+        rec = train_sdf.write_report(name, net, acc, out, settings, seconds)
+        print(f"{name:16s} RMS {rec['rms_um']:6.2f} um  max {rec['max_um']:7.2f} um  normal p99 "
+              f"{rec['normal_p99_deg']:5.2f} deg  ({'meets' if rec['met'] else 'misses'} "
+              f"{rec['targets']['rms_um']:g}/{rec['targets']['max_um']:g} um, "
+              f"{rec['targets']['normal_p99_deg']:g} deg)  -> {out / (name + '.npz')}")
+    return 0
+
+
 def cmd_replay(a) -> int:
     from app.log import read_log, replay
     log = read_log(a.log)
@@ -147,6 +179,18 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--triangles", type=int, default=5000, metavar="N",
                    help="target triangles per part (default 5000)")
     b.set_defaults(fn=cmd_assets_build)
+    t = sub.add_parser("train", help="offline training (needs torch)")
+    tsub = t.add_subparsers(dest="train_cmd", required=True)
+    ts = tsub.add_parser("sdf", help="train a static part's neural SDF from its exact geometry")
+    ts.add_argument("--part", required=True, help="static part name (hole, bolt_M48x5, ...) or 'all'")
+    ts.add_argument("--steps", type=int, default=12000, help="optimiser steps (default 12000)")
+    ts.add_argument("--batch", type=int, default=8192, help="fresh points per step (default 8192)")
+    ts.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    ts.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ts.add_argument("--eval-points", type=int, default=100_000, help="fresh band points for the report")
+    ts.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/sdf)")
+    ts.add_argument("--quiet", action="store_true", help="no progress bar")
+    ts.set_defaults(fn=cmd_train_sdf)
     rp = sub.add_parser("replay", help="re-run the physics from a log's inputs")
     rp.add_argument("log", help="MCAP log written by tightsim run --log")
     rp.add_argument("--verify", action="store_true", help="compare with the logged trajectory (exit 1 on mismatch)")

@@ -1,0 +1,222 @@
+"""Neural signed distance of a static part (seed 000 Sec. III.A, V.B), inference without torch.
+
+The network is the seed's: two hidden layers of 64 with ReLU and a tanh output scaled to a
+distance band, d = D tanh(y).  Its input is a symmetry-reduced coordinate of the query point
+in the part frame, so the 64-64 network spends its capacity on the profile instead of on
+re-learning a rotation it cannot break:
+
+* ``axial`` (hole, any body of revolution): (r, z), scaled to about [-1, 1];
+* ``helical`` (bolt): (r, z, cos psi, sin psi) with the helix phase psi = 2 pi (z - c theta)/p.
+  A thread's radius depends on theta and z only through z - c theta (``profiles``), except
+  near the run-out and the tip, which z still tells apart.
+
+The contact normal is the analytic gradient of the network, back-propagated by hand through
+the two layers and then through the feature map's Jacobian (``features``), not a finite
+difference.  Inference is batched: the layers are float32 matrix products (BLAS), the
+feature map and its Jacobian a numba kernel; the gradient is taken only for the nodes whose
+distance is below the caller's band (the contacts), since the rest are dropped anyway.
+
+Weights live in ``.npz`` files (``assets/sdf/PART.npz``) written by ``tightsim train sdf``;
+:func:`load` checks every field and names the file and field in a one-line error.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+FORMAT = "tightsim-neural-sdf-1"
+HIDDEN = 64
+KINDS = {"axial": 2, "helical": 4}          # feature kind -> input width
+N_PARAMS = {"axial": 4, "helical": 6}       # r0, rs, z0, zs [, helix c, pitch]
+
+
+class WeightsError(ValueError):
+    """A weight file that cannot be used (one line: file, field, what is wrong)."""
+
+
+def spec_digest(spec) -> str:
+    """Short digest of a part specification: weights trained for another geometry are refused."""
+    return hashlib.sha256(repr(spec).encode()).hexdigest()[:16]
+
+
+# --- the symmetry-reduced input and its Jacobian -------------------------------------------
+
+@njit(cache=True)
+def _features(p, kind, fp, want_jac):
+    """Features F (n, k) and, if want_jac, dF/dp (n, k, 3).  fp: r0, rs, z0, zs[, c, p]."""
+    n = p.shape[0]
+    k = 2 if kind == 0 else 4
+    F = np.empty((n, k))
+    J = np.zeros((n if want_jac else 0, k, 3))
+    r0, rs, z0, zs = fp[0], fp[1], fp[2], fp[3]
+    for i in range(n):
+        x, y, z = p[i, 0], p[i, 1], p[i, 2]
+        r = math.sqrt(x * x + y * y)
+        F[i, 0] = (r - r0) / rs
+        F[i, 1] = (z - z0) / zs
+        if kind == 1:
+            c, pitch = fp[4], fp[5]
+            th = math.atan2(y, x)
+            psi = 2.0 * math.pi * (z - c * th) / pitch
+            cp, sp = math.cos(psi), math.sin(psi)
+            F[i, 2], F[i, 3] = cp, sp
+        if want_jac:
+            rr = max(r, 1e-12)
+            J[i, 0, 0], J[i, 0, 1] = x / rr / rs, y / rr / rs
+            J[i, 1, 2] = 1.0 / zs
+            if kind == 1:
+                c, pitch = fp[4], fp[5]
+                k2 = 2.0 * math.pi / pitch
+                r2 = max(x * x + y * y, 1e-24)
+                dpx, dpy, dpz = k2 * c * y / r2, -k2 * c * x / r2, k2   # d psi / d(x, y, z)
+                J[i, 2, 0], J[i, 2, 1], J[i, 2, 2] = -sp * dpx, -sp * dpy, -sp * dpz
+                J[i, 3, 0], J[i, 3, 1], J[i, 3, 2] = cp * dpx, cp * dpy, cp * dpz
+    return F, J
+
+
+def features(kind: str, params: np.ndarray, p: np.ndarray, jacobian: bool = False):
+    """Symmetry-reduced network input of points p (n, 3) in the part frame: F (n, k) and,
+    with ``jacobian``, dF/dp (n, k, 3).  Training uses this same function, so the network
+    is evaluated at run time on exactly the coordinates it was trained on."""
+    p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
+    return _features(p, 0 if kind == "axial" else 1, np.asarray(params, dtype=np.float64), jacobian)
+
+
+# --- the network -----------------------------------------------------------------------------
+
+@dataclass
+class NeuralSDF:
+    """A trained network for one part: ``query(p) -> (d, unit normal)`` like the exact SDF."""
+    part: str
+    kind: str
+    params: np.ndarray            # feature scaling (and helix c, p)
+    scale: float                  # D: d = D tanh(y)
+    W1: np.ndarray                # (64, k) float32
+    b1: np.ndarray
+    W2: np.ndarray                # (64, 64)
+    b2: np.ndarray
+    W3: np.ndarray                # (1, 64)
+    b3: np.ndarray
+    bounds: tuple                 # (r_max, z_min, z_max) of the part, as the exact SDF's
+    digest: str = ""
+    source: str = "<memory>"
+
+    def __post_init__(self):
+        for name in ("W1", "b1", "W2", "b2", "W3", "b3"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float32))
+        # transposed once, so the batched products below are plain row-major GEMMs
+        self._W1t, self._W2t, self._w3 = self.W1.T.copy(), self.W2.T.copy(), self.W3[0].copy()
+
+    def _forward(self, F):
+        h1 = F.astype(np.float32) @ self._W1t
+        h1 += self.b1
+        np.maximum(h1, 0.0, out=h1)
+        h2 = h1 @ self._W2t
+        h2 += self.b2
+        np.maximum(h2, 0.0, out=h2)
+        y = h2 @ self._w3 + self.b3[0]
+        return h1, h2, np.tanh(y.astype(np.float64))
+
+    def distance(self, p: np.ndarray) -> np.ndarray:
+        """Signed distance only (m), (n,)."""
+        F, _ = features(self.kind, self.params, p)
+        return self.scale * self._forward(F)[2]
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Signed distance (n,) and unit outward normal (n, 3) at points p (n, 3).  With
+        ``band``, normals are computed only where d < band (NaN elsewhere)."""
+        p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
+        n = p.shape[0]
+        g = np.full((n, 3), np.nan)
+        if n == 0:
+            return np.zeros(0), g.reshape(0, 3)
+        F, _ = features(self.kind, self.params, p)
+        h1, h2, t = self._forward(F)
+        d = self.scale * t
+        sel = np.flatnonzero(d < band) if band is not None else np.arange(n)
+        if sel.size:
+            g[sel] = self._gradient(p[sel], h1[sel], h2[sel], t[sel])
+        return d, g
+
+    def _gradient(self, p, h1, h2, t):
+        # back-propagation by hand: y = w3 . relu(W2 relu(W1 F + b1) + b2) + b3
+        gy = (self.scale * (1.0 - t * t)).astype(np.float32)
+        g2 = (h2 > 0.0) * (gy[:, None] * self._w3[None, :])
+        g1 = (h1 > 0.0) * (g2 @ self.W2)
+        gF = (g1 @ self.W1).astype(np.float64)
+        _, J = features(self.kind, self.params, p, jacobian=True)
+        grad = np.einsum("nk,nkj->nj", gF, J)
+        nrm = np.linalg.norm(grad, axis=1, keepdims=True)
+        return grad / np.maximum(nrm, 1e-30)
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        return self.distance(p)
+
+    def arrays(self) -> dict:
+        """Everything a weight file holds."""
+        return {"format": np.array(FORMAT), "part": np.array(self.part), "kind": np.array(self.kind),
+                "params": np.asarray(self.params, dtype=np.float64), "scale": np.array(self.scale),
+                "bounds": np.asarray(self.bounds, dtype=np.float64), "digest": np.array(self.digest),
+                "W1": self.W1, "b1": self.b1, "W2": self.W2, "b2": self.b2, "W3": self.W3, "b3": self.b3}
+
+    def save(self, path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:             # np.savez would add ".npz" to a name without it
+            np.savez(f, **self.arrays())
+
+
+def load(path, spec=None, part: str | None = None) -> NeuralSDF:
+    """Read and check a weight file.  ``spec``/``part``: refuse weights trained for another
+    part or another geometry.  Errors: :class:`WeightsError`, one line naming file and field."""
+    path = Path(path)
+    try:
+        z = np.load(path, allow_pickle=False)
+        data = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise WeightsError(f"{path}: no such weight file (train it: tightsim train sdf --part "
+                           f"{part or path.stem})") from None
+    except Exception as e:  # noqa: BLE001 - zip, header or array errors: all mean "corrupt"
+        raise WeightsError(f"{path}: not a readable .npz weight file ({type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else 'corrupt'})") from None
+
+    def field(name, kind=None, shape=None):
+        if name not in data:
+            raise WeightsError(f"{path}: field {name!r} is missing")
+        a = data[name]
+        if kind == "str":
+            if a.dtype.kind != "U" or a.shape != ():
+                raise WeightsError(f"{path}: field {name!r} must be a string, got {a.dtype} {a.shape}")
+            return str(a)
+        if a.dtype.kind not in "fi":
+            raise WeightsError(f"{path}: field {name!r} must be numeric, got {a.dtype}")
+        if shape is not None and a.shape != shape:
+            raise WeightsError(f"{path}: field {name!r} has shape {a.shape}, expected {shape}")
+        if not np.all(np.isfinite(a)):
+            raise WeightsError(f"{path}: field {name!r} holds NaN or infinite values")
+        return a
+
+    fmt = field("format", "str")
+    if fmt != FORMAT:
+        raise WeightsError(f"{path}: field 'format' is {fmt!r}, expected {FORMAT!r}")
+    name, kind = field("part", "str"), field("kind", "str")
+    if kind not in KINDS:  # noqa: SIM102
+        raise WeightsError(f"{path}: field 'kind' is {kind!r}, expected one of {sorted(KINDS)}")
+    if part is not None and name != part:
+        raise WeightsError(f"{path}: field 'part' is {name!r}, but these weights were asked for {part!r}")
+    digest = field("digest", "str")
+    if spec is not None and digest != spec_digest(spec):
+        raise WeightsError(f"{path}: field 'digest' {digest} does not match the geometry of part "
+                           f"{name!r} ({spec_digest(spec)}): retrain with tightsim train sdf --part {name}")
+    k = KINDS[kind]
+    return NeuralSDF(part=name, kind=kind, params=field("params", shape=(N_PARAMS[kind],)),
+                     scale=float(field("scale", shape=())), W1=field("W1", shape=(HIDDEN, k)),
+                     b1=field("b1", shape=(HIDDEN,)), W2=field("W2", shape=(HIDDEN, HIDDEN)),
+                     b2=field("b2", shape=(HIDDEN,)), W3=field("W3", shape=(1, HIDDEN)),
+                     b3=field("b3", shape=(1,)), bounds=tuple(field("bounds", shape=(3,))),
+                     digest=digest, source=str(path))

@@ -1,0 +1,222 @@
+"""Offline training of a part's neural SDF from its geometry alone (``tightsim train sdf``).
+
+Points are drawn in the part's working volume (its bounding cylinder grown by the broad
+phase's reach), most of them in a band around the surface: a uniform point is projected on
+the surface with the exact SDF's closest point and moved a random distance along the
+normal, then labelled with the exact SDF (distance and gradient).  Every step draws fresh
+points, so the network never sees the same sample twice and cannot over-fit.  The loss is
+the distance error (in units of 100 um) plus the angle between the network's gradient and
+the exact one, so the normal -- what the contact solver acts along -- is trained, not only
+the distance.  Adam with a cosine-decayed step size; everything is seeded.
+
+torch is needed here only; run time uses ``neural_sdf`` (NumPy + numba).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .geometry import profiles
+from .geometry.sdf import exact_sdf
+from .neural_sdf import HIDDEN, KINDS, NeuralSDF, features, spec_digest
+
+MARGIN = 3e-3            # m: the working volume reaches past the part's bounds (broad phase 2 mm)
+TRAIN_BAND = 1.5e-3      # m: band samples lie within this distance of the surface
+EVAL_BAND = 1e-3         # m: the contact band the accuracy figures are taken in (issue 4)
+SCALE = 4e-3             # m: D of d = D tanh(y); the band is well inside tanh's linear range
+FAR_FRACTION = 0.2       # share of each batch drawn uniformly in the working volume
+ERR_UNIT = 1e-4          # m: distance errors enter the loss in units of 100 um
+NORMAL_WEIGHT = 1.0      # weight of (1 - cos angle) against the distance term
+
+
+@dataclass
+class TrainSettings:
+    steps: int = 12000
+    batch: int = 8192
+    lr: float = 3e-3
+    lr_final: float = 2e-5
+    seed: int = 0
+    threads: int = 1
+
+
+def setup(spec) -> tuple[str, np.ndarray]:
+    """Feature kind and scaling of a part: (r, z) scaled to about [-1, 1] over the working
+    volume, and the helix of a thread."""
+    sdf = exact_sdf(spec)
+    r_max, z_min, z_max = sdf.bounds
+    rs = 0.5 * (r_max + MARGIN)
+    zs = 0.5 * (z_max - z_min) + MARGIN
+    base = [rs, rs, 0.5 * (z_min + z_max), zs]
+    if isinstance(spec, profiles.BoltSpec):
+        return "helical", np.array(base + [spec.thread.c, spec.thread.p])
+    return "axial", np.array(base)
+
+
+def sample(sdf, n: int, rng: np.random.Generator, far_fraction: float = FAR_FRACTION,
+           band: float = TRAIN_BAND) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n points of the working volume with their exact distance and gradient."""
+    r_max, z_min, z_max = sdf.bounds
+    R, lo, hi = r_max + MARGIN, z_min - MARGIN, z_max + MARGIN
+
+    def uniform(m):
+        r = R * np.sqrt(rng.random(m))
+        th = rng.random(m) * 2 * math.pi
+        return np.column_stack([r * np.cos(th), r * np.sin(th), lo + (hi - lo) * rng.random(m)])
+
+    n_far = int(round(n * far_fraction))
+    u = uniform(n - n_far)
+    _, g, c = sdf.query_closest(u)
+    p = np.vstack([c + g * rng.uniform(-band, band, (len(u), 1)), uniform(n_far)])
+    d, g = sdf.query(p)
+    ok = np.isfinite(d)
+    return p[ok], d[ok], g[ok]
+
+
+def eval_points(sdf, n: int = 100_000, seed: int = 12345, band: float = EVAL_BAND):
+    """n fresh points with |d| <= band (a seed no training run uses), exact d and gradient."""
+    rng = np.random.default_rng(seed)
+    P, D, G = [], [], []
+    got = 0
+    while got < n:
+        p, d, g = sample(sdf, 2 * n, rng, far_fraction=0.0, band=band)
+        keep = np.abs(d) <= band
+        P.append(p[keep]), D.append(d[keep]), G.append(g[keep])
+        got += int(keep.sum())
+    return np.vstack(P)[:n], np.concatenate(D)[:n], np.vstack(G)[:n]
+
+
+def accuracy(net: NeuralSDF, sdf, n: int = 100_000, seed: int = 12345) -> dict:
+    """Distance and normal errors of `net` against the exact SDF on n fresh band points."""
+    p, d, g = eval_points(sdf, n, seed)
+    dn, gn = net.query(p)
+    err = dn - d
+    cos = np.clip(np.sum(gn * g, axis=1), -1.0, 1.0)
+    ang = np.degrees(np.arccos(cos))
+    return {"points": int(n), "band_m": EVAL_BAND, "rms_um": float(np.sqrt(np.mean(err ** 2)) * 1e6),
+            "max_um": float(np.abs(err).max() * 1e6), "p99_um": float(np.percentile(np.abs(err), 99) * 1e6),
+            "normal_p99_deg": float(np.percentile(ang, 99)), "normal_max_deg": float(ang.max()),
+            "normal_median_deg": float(np.median(ang)), "errors_um": err * 1e6}
+
+
+class _Progress:
+    """A one-line progress bar on stderr (no extra dependency for one line of text)."""
+
+    def __init__(self, total: int, label: str, stream=sys.stderr, width: int = 30):
+        self.total, self.label, self.stream, self.width = total, label, stream, width
+        self.t0 = time.perf_counter()
+        self.last = -1.0
+
+    def __call__(self, k: int, note: str = "") -> None:
+        now = time.perf_counter()
+        if k < self.total and now - self.last < 0.5:
+            return
+        self.last = now
+        f = k / self.total
+        bar = "#" * int(f * self.width)
+        eta = (now - self.t0) / max(f, 1e-9) * (1 - f)
+        self.stream.write(f"\r{self.label} [{bar:<{self.width}}] {100 * f:5.1f} % "
+                          f"{k}/{self.total}  eta {eta:4.0f} s  {note}   ")
+        if k >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def train(part: str, settings: TrainSettings | None = None, progress: bool = True,
+          parts: dict | None = None) -> NeuralSDF:
+    """Train the neural SDF of `part` (a static part name) and return it."""
+    import torch
+    DTYPE = torch.float32                     # float32: twice the steps per second of float64
+    s = settings or TrainSettings()
+    parts = parts or profiles.all_parts()
+    if part not in parts:
+        raise ValueError(f"train sdf: unknown part {part!r} (known: {', '.join(sorted(parts))})")
+    spec = parts[part]
+    sdf = exact_sdf(spec)                     # raises for parts without an exact SDF (nut, peg)
+    kind, params = setup(spec)
+    k = KINDS[kind]
+    torch.manual_seed(s.seed)
+    torch.set_num_threads(s.threads)
+    rng = np.random.default_rng(s.seed)
+    net = torch.nn.Sequential(torch.nn.Linear(k, HIDDEN), torch.nn.ReLU(),
+                              torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
+                              torch.nn.Linear(HIDDEN, 1)).to(DTYPE)
+    opt = torch.optim.Adam(net.parameters(), lr=s.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, s.steps, eta_min=s.lr_final)
+    bar = _Progress(s.steps, f"train sdf {part}") if progress else None
+    for step in range(s.steps):
+        p, d, g = sample(sdf, s.batch, rng)
+        F, J = features(kind, params, p, jacobian=True)
+        Ft = torch.from_numpy(F).to(DTYPE).requires_grad_(True)
+        y = SCALE * torch.tanh(net(Ft)[:, 0])
+        target = torch.from_numpy(np.clip(d, -0.98 * SCALE, 0.98 * SCALE)).to(DTYPE)
+        near = torch.from_numpy((np.abs(d) <= TRAIN_BAND).astype(np.float64)).to(DTYPE)
+        w = 0.1 + 0.9 * near                 # far points only keep the sign and the saturation
+        loss_d = torch.mean(w * ((y - target) / ERR_UNIT) ** 2)
+        (gF,) = torch.autograd.grad(y.sum(), Ft, create_graph=True)
+        gx = torch.einsum("nk,nkj->nj", gF, torch.from_numpy(J).to(DTYPE))
+        cos = torch.sum(gx * torch.from_numpy(g).to(DTYPE), dim=1) / (gx.norm(dim=1) + 1e-12)
+        loss_n = torch.sum(near * (1.0 - cos)) / near.sum().clamp(min=1.0)
+        loss = loss_d + NORMAL_WEIGHT * loss_n
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if bar is not None:
+            bar(step + 1, f"loss {loss_d.item():.3g} + {loss_n.item():.2g}")
+    lin = [m for m in net if isinstance(m, torch.nn.Linear)]
+    W = [(m.weight.detach().double().numpy().copy(), m.bias.detach().double().numpy().copy()) for m in lin]
+    return NeuralSDF(part=part, kind=kind, params=params, scale=SCALE,
+                     W1=W[0][0], b1=W[0][1], W2=W[1][0], b2=W[1][1], W3=W[2][0], b3=W[2][1],
+                     bounds=tuple(sdf.bounds), digest=spec_digest(spec))
+
+
+# --- the report ------------------------------------------------------------------------------
+
+TARGETS = {"axial": (3.0, 10.0), "helical": (10.0, 30.0)}   # (RMS, max) um, issue 4 item 4
+NORMAL_P99_TARGET = 2.0                                       # deg
+
+
+def histogram_png(errors_um: np.ndarray, path, title_bins: int = 81, size=(640, 360)) -> None:
+    """Error histogram as a PNG: bars of |error| counts on a log scale, zero in the middle,
+    the RMS and max marked as vertical lines (numbers are in the report next to it)."""
+    from app.view_png import write_png
+    W, H = size
+    lim = max(1.0, float(np.abs(errors_um).max()))
+    counts, edges = np.histogram(errors_um, bins=title_bins, range=(-lim, lim))
+    img = np.full((H, W, 3), 255, np.uint8)
+    pad = 20
+    h = np.log10(1 + counts) / max(np.log10(1 + counts.max()), 1e-9)
+    bw = (W - 2 * pad) / title_bins
+    for i, v in enumerate(h):
+        x0, x1 = int(pad + i * bw), int(pad + (i + 1) * bw) - 1
+        y0 = int(H - pad - v * (H - 2 * pad))
+        img[y0:H - pad, x0:max(x0 + 1, x1)] = (70, 110, 190)
+    img[H - pad, pad:W - pad] = 0                            # axis
+    xz = int(pad + (W - 2 * pad) / 2)
+    img[pad:H - pad, xz] = (0, 0, 0)                         # zero error
+    rms = float(np.sqrt(np.mean(errors_um ** 2)))
+    for v, col in ((rms, (40, 160, 60)), (-rms, (40, 160, 60))):
+        x = int(pad + (v + lim) / (2 * lim) * (W - 2 * pad))
+        img[pad:H - pad, min(max(x, 0), W - 1)] = col
+    write_png(path, img)
+
+
+def write_report(part: str, net: NeuralSDF, acc: dict, out_dir: Path, settings: TrainSettings,
+                 seconds: float) -> dict:
+    """``PART.json`` (figures) and ``PART_errors.png`` (histogram) next to the weights."""
+    rms_t, max_t = TARGETS[net.kind]
+    rec = {k: v for k, v in acc.items() if k != "errors_um"}
+    rec.update(part=part, kind=net.kind, steps=settings.steps, batch=settings.batch, seed=settings.seed,
+               train_seconds=round(seconds, 1), targets={"rms_um": rms_t, "max_um": max_t,
+                                                         "normal_p99_deg": NORMAL_P99_TARGET},
+               met=bool(acc["rms_um"] <= rms_t and acc["max_um"] <= max_t
+                        and acc["normal_p99_deg"] <= NORMAL_P99_TARGET))
+    (out_dir / f"{part}.json").write_text(json.dumps(rec, indent=1) + "\n")
+    histogram_png(acc["errors_um"], out_dir / f"{part}_errors.png")
+    return rec
