@@ -32,6 +32,9 @@ def _fmt_summary(s: dict) -> str:
         f"rotation about axis {s['rotation_about_axis_rad']:.3f} rad ({s['rotation_about_axis_rev']:.3f} rev)",
         f"max contact force   {s['max_contact_force_N']:.2f} N",
     ]
+    if "max_penetration_exact_sdf_m" in s:
+        lines.insert(5, f"  by the exact SDF  max {s['max_penetration_exact_sdf_m'] * um:.1f} um "
+                        "(the line above is the neural detector's own depth)")
     if s["task"] == "peg_in_hole":
         lines.append(f"insertion depth     {s['insertion_depth_m'] * mm:.3f} mm")
     else:
@@ -124,7 +127,8 @@ def cmd_train_sdf(a) -> int:
         if a.part == "all" else [a.part]
     out = Path(a.out) if a.out else assets_dir() / "sdf"
     out.mkdir(parents=True, exist_ok=True)
-    settings = train_sdf.TrainSettings(steps=a.steps, batch=a.batch, seed=a.seed, threads=a.threads)
+    settings = train_sdf.TrainSettings(steps=a.steps, batch=a.batch, seed=a.seed, threads=a.threads,
+                                       normal_weight=a.normal_weight, pool=a.pool)
     for name in names:
         t0 = time.perf_counter()
         net = train_sdf.train(name, settings, progress=not a.quiet, parts=parts)
@@ -187,6 +191,9 @@ def parser() -> argparse.ArgumentParser:
     ts.add_argument("--batch", type=int, default=8192, help="fresh points per step (default 8192)")
     ts.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ts.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ts.add_argument("--pool", type=int, default=2_000_000, help="labelled points to draw batches from")
+    ts.add_argument("--normal-weight", type=float, default=0.0,
+                    help="weight of the normal-angle loss (default 0: distance only)")
     ts.add_argument("--eval-points", type=int, default=100_000, help="fresh band points for the report")
     ts.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/sdf)")
     ts.add_argument("--quiet", action="store_true", help="no progress bar")

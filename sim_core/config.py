@@ -51,6 +51,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "contact": {
         "friction": Field("float", 0.15, lo=0.0, doc="Coulomb coefficient mu"),
         "clusters": Field("int", 12, lo=1, doc="M_c, representatives after k-means"),
+        "detector": Field("enum", "neural", choices=("exact", "neural"),
+                          doc="static part's signed distance: exact geometry or the trained network "
+                              "(assets/sdf/PART.npz)"),
         "band": Field("float", 2e-4, lo=0.0, unit="m",
                       doc="nodes with signed distance below this are contact candidates"),
         "broadphase_margin": Field("float", 2e-3, lo=0.0, unit="m",

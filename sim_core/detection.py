@@ -1,8 +1,9 @@
 """N-space contact detection (stage 2): depth and normal of every candidate node.
 
-Baseline: the static part's exact signed distance (``geometry.sdf``) in the static frame;
-the normal is its gradient, which points out of the static material, i.e. the direction the
-contact force pushes the moving part.  Later a neural SDF takes this module's place.
+The static part's signed distance in the static frame -- exact (``geometry.sdf``) or
+neural (``neural_sdf``, config ``contact.detector``); the normal is its gradient, which
+points out of the static material, i.e. the direction the contact force pushes the moving
+part.  Normals are needed, and the neural SDF computes them, only for nodes inside the band.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def detect(model: Model, x_s: np.ndarray, band: float) -> tuple[Contacts, np.nda
     """
     if x_s.shape[0] == 0:
         return Contacts.empty(), np.zeros(0)
-    d, g_s = model.sdf.query(x_s)
+    d, g_s = model.sdf.query(x_s, band)
     sel = d < band
     x_w = x_s[sel] @ model.R_ws.T + model.p_ws
     n_w = g_s[sel] @ model.R_ws.T

@@ -32,7 +32,7 @@ class Model:
     inertia_b: np.ndarray     # (3,3) kg m^2 about the COM, body axes
     nodes_b: np.ndarray       # (N,3) m, contact nodes (moving-part vertices) from the COM, body axes
     com_part: np.ndarray      # (3,) m, COM in the moving part's mesh frame
-    sdf: object               # exact (or later neural) SDF of the static part, static frame
+    sdf: object               # SDF the detector uses (exact or neural), static frame
     bounds_s: tuple           # (r_max, z_min, z_max) m, static part's bounding cylinder
     R_ws: np.ndarray          # (3,3) static part orientation in world
     p_ws: np.ndarray          # (3,) m, static part origin in world
@@ -45,6 +45,7 @@ class Model:
     node_radius: float = 0.0  # m, largest |nodes_b| (bounds node speed from the twist)
     static_dims: dict = field(default_factory=dict)
     moving_dims: dict = field(default_factory=dict)
+    sdf_exact: object = None  # the exact SDF, to report true penetration when `sdf` is neural
 
 
 @dataclass(frozen=True)

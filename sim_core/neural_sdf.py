@@ -31,8 +31,9 @@ from numba import njit
 
 FORMAT = "tightsim-neural-sdf-1"
 HIDDEN = 64
-KINDS = {"axial": 2, "helical": 4}          # feature kind -> input width
-N_PARAMS = {"axial": 4, "helical": 6}       # r0, rs, z0, zs [, helix c, pitch]
+KINDS = {"axial": 2, "helical": 4, "thread": 4}     # feature kind -> input width
+N_PARAMS = {"axial": 4, "helical": 6, "thread": 9}  # r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]
+_KIND_CODE = {"axial": 0, "helical": 1, "thread": 2}
 
 
 class WeightsError(ValueError):
@@ -48,7 +49,10 @@ def spec_digest(spec) -> str:
 
 @njit(cache=True)
 def _features(p, kind, fp, want_jac):
-    """Features F (n, k) and, if want_jac, dF/dp (n, k, 3).  fp: r0, rs, z0, zs[, c, p]."""
+    """Features F (n, k) and, if want_jac, dF/dp (n, k, 3).  fp: r0, rs, z0, zs[, c, p[, z_a,
+    z_b, ends]].  kind 0 axial (r, z); 1 helical (r, z, cos psi, sin psi); 2 thread (r, u,
+    below, above): u the helix phase folded about the crest centre, in [-1, 1]; below / above
+    how far z lies under z_a / over z_b (the full thread's ends), in units of `ends`."""
     n = p.shape[0]
     k = 2 if kind == 0 else 4
     F = np.empty((n, k))
@@ -59,23 +63,42 @@ def _features(p, kind, fp, want_jac):
         r = math.sqrt(x * x + y * y)
         F[i, 0] = (r - r0) / rs
         F[i, 1] = (z - z0) / zs
-        if kind == 1:
-            c, pitch = fp[4], fp[5]
-            th = math.atan2(y, x)
-            psi = 2.0 * math.pi * (z - c * th) / pitch
-            cp, sp = math.cos(psi), math.sin(psi)
-            F[i, 2], F[i, 3] = cp, sp
         if want_jac:
             rr = max(r, 1e-12)
             J[i, 0, 0], J[i, 0, 1] = x / rr / rs, y / rr / rs
             J[i, 1, 2] = 1.0 / zs
-            if kind == 1:
-                c, pitch = fp[4], fp[5]
-                k2 = 2.0 * math.pi / pitch
-                r2 = max(x * x + y * y, 1e-24)
-                dpx, dpy, dpz = k2 * c * y / r2, -k2 * c * x / r2, k2   # d psi / d(x, y, z)
-                J[i, 2, 0], J[i, 2, 1], J[i, 2, 2] = -sp * dpx, -sp * dpy, -sp * dpz
-                J[i, 3, 0], J[i, 3, 1], J[i, 3, 2] = cp * dpx, cp * dpy, cp * dpz
+        if kind == 0:
+            continue
+        c, pitch = fp[4], fp[5]
+        th = math.atan2(y, x)
+        zeta = z - c * th                        # the thread's axial phase (m)
+        psi = 2.0 * math.pi * zeta / pitch
+        cp, sp = math.cos(psi), math.sin(psi)
+        j = 2
+        r2 = max(x * x + y * y, 1e-24)
+        dzx, dzy = c * y / r2, -c * x / r2       # d zeta / d(x, y); d zeta / dz = 1
+        if kind == 2:
+            # distance in phase from the nearest crest centre, 0 .. p/2: along its full length
+            # the thread is symmetric about its crest (a half-turn about a radial line maps
+            # it onto itself), so there the distance depends on (r, u) alone
+            w = (zeta + 0.5 * pitch) % pitch - 0.5 * pitch
+            q = 0.25 * pitch
+            F[i, 1] = (abs(w) - q) / q
+            za, zb, ends = fp[6], fp[7], fp[8]
+            F[i, 2] = min(z - za, 0.0) / ends
+            F[i, 3] = max(z - zb, 0.0) / ends
+            if want_jac:
+                sg = (1.0 if w >= 0.0 else -1.0) / q
+                J[i, 1, 0], J[i, 1, 1], J[i, 1, 2] = sg * dzx, sg * dzy, sg
+                J[i, 2, 2] = (1.0 / ends) if z < za else 0.0
+                J[i, 3, 2] = (1.0 / ends) if z > zb else 0.0
+            continue
+        j = 2
+        F[i, j], F[i, j + 1] = cp, sp
+        if want_jac:
+            k2 = 2.0 * math.pi / pitch
+            J[i, j, 0], J[i, j, 1], J[i, j, 2] = -sp * k2 * dzx, -sp * k2 * dzy, -sp * k2
+            J[i, j + 1, 0], J[i, j + 1, 1], J[i, j + 1, 2] = cp * k2 * dzx, cp * k2 * dzy, cp * k2
     return F, J
 
 
@@ -84,7 +107,7 @@ def features(kind: str, params: np.ndarray, p: np.ndarray, jacobian: bool = Fals
     with ``jacobian``, dF/dp (n, k, 3).  Training uses this same function, so the network
     is evaluated at run time on exactly the coordinates it was trained on."""
     p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
-    return _features(p, 0 if kind == "axial" else 1, np.asarray(params, dtype=np.float64), jacobian)
+    return _features(p, _KIND_CODE[kind], np.asarray(params, dtype=np.float64), jacobian)
 
 
 # --- the network -----------------------------------------------------------------------------
@@ -220,3 +243,34 @@ def load(path, spec=None, part: str | None = None) -> NeuralSDF:
                      b2=field("b2", shape=(HIDDEN,)), W3=field("W3", shape=(1, HIDDEN)),
                      b3=field("b3", shape=(1,)), bounds=tuple(field("bounds", shape=(3,))),
                      digest=digest, source=str(path))
+
+
+class TorchBackend:
+    """The same network evaluated by torch (CPU, or CUDA when present) for large batches --
+    offline studies, dataset labelling; the physics loop uses :class:`NeuralSDF`'s own
+    inference.  ``query`` has NeuralSDF's interface and results (float32 layers on both)."""
+
+    def __init__(self, net: NeuralSDF, device: str | None = None):
+        import torch
+        self.torch = torch
+        self.net = net
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        t = lambda a: torch.as_tensor(np.asarray(a, np.float32), device=self.device)  # noqa: E731
+        self.W1, self.b1, self.W2, self.b2 = t(net.W1), t(net.b1), t(net.W2), t(net.b2)
+        self.w3, self.b3 = t(net.W3[0]), t(net.b3)
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        torch = self.torch
+        p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
+        F, J = features(self.net.kind, self.net.params, p, jacobian=True)
+        Ft = torch.as_tensor(F, dtype=torch.float32, device=self.device).requires_grad_(True)
+        h = torch.relu(Ft @ self.W1.T + self.b1)
+        h = torch.relu(h @ self.W2.T + self.b2)
+        y = h @ self.w3 + self.b3
+        (gF,) = torch.autograd.grad(y.sum(), Ft)           # d y / d F; tanh's factor is > 0
+        d = self.net.scale * np.tanh(y.detach().cpu().numpy().astype(np.float64))
+        grad = np.einsum("nk,nkj->nj", gF.cpu().numpy().astype(np.float64), J)
+        g = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-30)
+        if band is not None:
+            g[d >= band] = np.nan
+        return d, g

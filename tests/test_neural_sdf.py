@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 # (larger than trained) weights carries ~1e-7 relative rounding -- measured up to 7e-9 m.
 # 2e-8 m is float tolerance, 1/500 of the tightest accuracy bound (10 um)
 FLOAT_TOL_M = 2e-8
-# float32 back-propagation: the unit normal agrees to ~1e-6
-NORMAL_TOL = 1e-5
+# float32 back-propagation: the unit normal agrees to ~1e-5 (0.001 deg) with these weights
+NORMAL_TOL = 3e-5
 # central differences of the float32 distance: 1e-6 m steps keep rounding (~2e-10 m) at
 # ~0.01 deg; a ReLU switching inside a step spoils a few points, so compare the median
 FD_STEP = 1e-6
@@ -47,6 +47,7 @@ def _random_net(kind, params, seed=0):
 
 
 PARAMS = {"axial": [0.015, 0.015, 0.05, 0.05], "helical": [0.015, 0.015, 0.05, 0.05, 5e-3 / (2 * np.pi), 5e-3]}
+PARAMS["thread"] = PARAMS["helical"] + [0.03, 0.08, 0.01]
 
 
 def _points(n=2000, seed=1):
@@ -61,15 +62,21 @@ def _torch_query(net, kind, params, p):
     x, y, z = pt[:, 0], pt[:, 1], pt[:, 2]
     r = torch.sqrt(x * x + y * y)
     f = [(r - params[0]) / params[1], (z - params[2]) / params[3]]
-    if kind == "helical":
-        psi = 2 * np.pi * (z - params[4] * torch.atan2(y, x)) / params[5]
-        f += [torch.cos(psi), torch.sin(psi)]
+    if kind in ("helical", "thread"):
+        zeta = z - params[4] * torch.atan2(y, x)
+        psi = 2 * np.pi * zeta / params[5]
+        if kind == "thread":
+            w = torch.remainder(zeta + 0.5 * params[5], params[5]) - 0.5 * params[5]
+            f[1] = (torch.abs(w) - 0.25 * params[5]) / (0.25 * params[5])
+            f += [torch.clamp(z - params[6], max=0.0) / params[8], torch.clamp(z - params[7], min=0.0) / params[8]]
+        else:
+            f += [torch.cos(psi), torch.sin(psi)]
     d = 4e-3 * torch.tanh(net(torch.stack(f, dim=1))[:, 0])
     (g,) = torch.autograd.grad(d.sum(), pt)
     return d.detach().numpy(), (g / g.norm(dim=1, keepdim=True)).numpy()
 
 
-@pytest.mark.parametrize("kind", ["axial", "helical"])
+@pytest.mark.parametrize("kind", ["axial", "helical", "thread"])
 def test_inference_matches_torch_with_autograd(kind):
     """Distance and normal of the NumPy/numba inference against torch (autograd normal,
     features written independently in torch)."""
@@ -81,7 +88,7 @@ def test_inference_matches_torch_with_autograd(kind):
     assert np.abs(g - g_ref).max() < NORMAL_TOL
 
 
-@pytest.mark.parametrize("kind", ["axial", "helical"])
+@pytest.mark.parametrize("kind", ["axial", "helical", "thread"])
 def test_feature_jacobian_matches_central_differences(kind):
     p = _points(300)
     _, J = N.features(kind, PARAMS[kind], p, jacobian=True)
@@ -169,15 +176,110 @@ def test_corrupt_and_missing_files_give_one_line_errors(tmp_path):
 # --- training --------------------------------------------------------------------------------
 
 def test_short_training_is_seeded_and_learns_the_hole():
-    """150 steps from geometry alone cut the error on fresh band points to under half
+    """400 steps from geometry alone cut the error on fresh band points to under half
     of the untrained network's, and the same seed gives the same weights."""
     from sim_core import train_sdf as T
     from sim_core.geometry.sdf import exact_sdf
-    s = T.TrainSettings(steps=150, batch=2048, seed=5)
+    s = T.TrainSettings(steps=400, batch=2048, seed=5, pool=100_000)
     a = T.train("hole", s, progress=False)
     b = T.train("hole", s, progress=False)
     assert np.array_equal(a.W2, b.W2)
     exact = exact_sdf(profiles.all_parts()["hole"])
     start = T.accuracy(T.train("hole", T.TrainSettings(steps=0, seed=5), progress=False), exact, n=5000)
     acc = T.accuracy(a, exact, n=5000)
-    assert acc["rms_um"] < 0.5 * start["rms_um"]          # measured: 241 against 592 um
+    assert acc["rms_um"] < 0.5 * start["rms_um"]
+
+
+@pytest.mark.parametrize("part,match", [("nut_M48x5", "is a moving part"), ("washer", "unknown part 'washer'")])
+def test_train_cli_refuses_parts_without_a_static_sdf(part, match, capsys, tmp_path):
+    from app.cli import main
+    assert main(["train", "sdf", "--part", part, "--steps", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert match in err and "\n" not in err
+
+
+def test_train_cli_writes_weights_report_and_histogram(tmp_path, capsys):
+    from app.cli import main
+    from app.view_png import read_png
+    assert main(["train", "sdf", "--part", "hole", "--steps", "30", "--batch", "1024", "--pool", "20000",
+                 "--eval-points", "2000", "--out", str(tmp_path), "--quiet"]) == 0
+    net = N.load(tmp_path / "hole.npz", spec=profiles.all_parts()["hole"], part="hole")
+    assert net.kind == "axial"
+    import json
+    rep = json.loads((tmp_path / "hole.json").read_text())
+    assert rep["points"] == 2000 and rep["rms_um"] > 0 and rep["targets"]["rms_um"] == 3.0
+    img = read_png(tmp_path / "hole_errors.png")
+    assert img.shape[2] == 3 and (img < 250).any()          # bars were drawn
+    assert "hole" in capsys.readouterr().out
+
+
+def test_torch_backend_gives_the_same_contacts():
+    _, ns = _random_net("helical", PARAMS["helical"], seed=7)
+    tb = N.TorchBackend(ns, device="cpu")
+    p = _points(3000, seed=8)
+    d0, g0 = ns.query(p, band=0.0)
+    d1, g1 = tb.query(p, band=0.0)
+    assert np.abs(d1 - d0).max() < FLOAT_TOL_M
+    assert np.array_equal(np.isnan(g0), np.isnan(g1))
+    ok = ~np.isnan(g0[:, 0])
+    assert np.abs(g1[ok] - g0[ok]).max() < NORMAL_TOL
+
+
+# --- the shipped weights -------------------------------------------------------------------
+
+def _static_parts():
+    parts = profiles.all_parts()
+    return {n: s for n, s in parts.items() if isinstance(s, (profiles.HoleSpec, profiles.BoltSpec))}
+
+
+def test_every_static_part_ships_weights_for_its_current_geometry():
+    from sim_core.paths import assets_dir
+    for name, spec in _static_parts().items():
+        N.load(assets_dir() / "sdf" / f"{name}.npz", spec=spec, part=name)   # raises if stale
+
+
+# The accuracy report (assets/sdf/PART.json) was taken on 100,000 points; these tests take
+# 20,000 others (another seed), whose RMS and 99th percentiles scatter by a few per cent:
+# 25 % is a regression bound, not noise.
+REPORT_SLACK = 1.25
+
+
+def _measure(name, n=20_000, seed=777):
+    from sim_core import train_sdf as T
+    from sim_core.geometry.sdf import exact_sdf
+    from sim_core.paths import assets_dir
+    spec = _static_parts()[name]
+    net = N.load(assets_dir() / "sdf" / f"{name}.npz", spec=spec, part=name)
+    return T.accuracy(net, exact_sdf(spec), n=n, seed=seed)
+
+
+def _report(name):
+    import json
+
+    from sim_core.paths import assets_dir
+    return json.loads((assets_dir() / "sdf" / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["hole", "bolt_M48x5"])
+def test_shipped_weights_keep_their_reported_accuracy(name):
+    acc, rep = _measure(name), _report(name)
+    assert acc["rms_um"] <= REPORT_SLACK * rep["rms_um"]
+    assert acc["p99_um"] <= REPORT_SLACK * rep["p99_um"]
+    assert acc["normal_p99_deg"] <= REPORT_SLACK * rep["normal_p99_deg"]
+
+
+# issue 4: the neural normal's 99th-percentile angle from the exact normal, in the 1 mm band
+NORMAL_P99_BOUND_DEG = 2.0
+# Parts whose shipped weights do not reach that bound yet, with the p99 measured when they
+# were trained (deg, assets/sdf/PART.json).  The test fails for any other part beyond the
+# bound, and (strict xfail) for any of these the day it starts to meet it.
+KNOWN_SHORT_DEG = {}
+
+
+@pytest.mark.parametrize("name", sorted(_static_parts()))
+def test_neural_normal_agrees_with_the_exact_normal(name, request):
+    if name in KNOWN_SHORT_DEG:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            f"issue 4 bound not reached: normal p99 {KNOWN_SHORT_DEG[name]:.1f} deg > "
+            f"{NORMAL_P99_BOUND_DEG} deg (ReLU pieces at the profile's corners)")))
+    assert _measure(name, n=20_000)["normal_p99_deg"] <= NORMAL_P99_BOUND_DEG

@@ -818,8 +818,9 @@ def _as_points(p) -> np.ndarray:
 class _SDFBase:
     bounds: tuple[float, float, float]
 
-    def query(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Signed distance (N,) and unit gradient (N, 3) at points p (N, 3) (part frame)."""
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Signed distance (N,) and unit gradient (N, 3) at points p (N, 3) (part frame).
+        ``band`` is accepted for the neural SDF's interface; the exact one gives every normal."""
         d, g, _ = self.query_closest(p)
         return d, g
 
