@@ -138,7 +138,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", nargs="+", default=["peg_in_hole", "bolting"])
     a = ap.parse_args(argv)
     rows = [run_task(t, a.min_poses, a.repeat) for t in a.tasks]
-    print("\nContact detection per pose (ms), same poses, this machine (seed 000 Table I layout)")
+    import os
+    print("\nContact detection per pose (ms), same poses, this machine (seed 000 Table I layout); "
+          f"{os.cpu_count()} CPUs, BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; "
+          "FCL is single-threaded")
     print(f"{'task':12s} {'poses':>6s} | {'FCL avg':>8s} {'p99':>7s} {'max':>7s} | "
           f"{'ours avg':>8s} {'p99':>7s} {'max':>7s} | {'ratio':>6s}")
     for r in rows:

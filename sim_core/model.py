@@ -46,6 +46,7 @@ class Model:
     static_dims: dict = field(default_factory=dict)
     moving_dims: dict = field(default_factory=dict)
     sdf_exact: object = None  # the exact SDF, to report true penetration when `sdf` is neural
+    inner_radius_s: float = 0.0  # m, the static part has no material inside this radius
 
 
 @dataclass(frozen=True)

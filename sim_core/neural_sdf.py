@@ -31,9 +31,10 @@ from numba import njit
 
 FORMAT = "tightsim-neural-sdf-1"
 HIDDEN = 64
-KINDS = {"axial": 2, "helical": 4, "thread": 4}     # feature kind -> input width
-N_PARAMS = {"axial": 4, "helical": 6, "thread": 9}  # r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]
-_KIND_CODE = {"axial": 0, "helical": 1, "thread": 2}
+KINDS = {"axial": 2, "helical": 4, "thread": 4, "bore": 3}     # feature kind -> input width
+# r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]; bore: r0, rs, z0, zs, z_a, z_b, ends
+N_PARAMS = {"axial": 4, "helical": 6, "thread": 9, "bore": 7}
+_KIND_CODE = {"axial": 0, "helical": 1, "thread": 2, "bore": 3}
 
 
 class WeightsError(ValueError):
@@ -52,9 +53,10 @@ def _features(p, kind, fp, want_jac):
     """Features F (n, k) and, if want_jac, dF/dp (n, k, 3).  fp: r0, rs, z0, zs[, c, p[, z_a,
     z_b, ends]].  kind 0 axial (r, z); 1 helical (r, z, cos psi, sin psi); 2 thread (r, u,
     below, above): u the helix phase folded about the crest centre, in [-1, 1]; below / above
-    how far z lies under z_a / over z_b (the full thread's ends), in units of `ends`."""
+    how far z lies under z_a / over z_b (the full thread's ends), in units of `ends`; 3 bore
+    (r, below, above), with z_a, z_b where the straight bore ends."""
     n = p.shape[0]
-    k = 2 if kind == 0 else 4
+    k = 2 if kind == 0 else (3 if kind == 3 else 4)
     F = np.empty((n, k))
     J = np.zeros((n if want_jac else 0, k, 3))
     r0, rs, z0, zs = fp[0], fp[1], fp[2], fp[3]
@@ -68,6 +70,16 @@ def _features(p, kind, fp, want_jac):
             J[i, 0, 0], J[i, 0, 1] = x / rr / rs, y / rr / rs
             J[i, 1, 2] = 1.0 / zs
         if kind == 0:
+            continue
+        if kind == 3:
+            # a straight bore: between its end chamfers the part is invariant along z, so
+            # there the distance depends on r alone; z enters only beyond z_a / z_b
+            za, zb, ends = fp[4], fp[5], fp[6]
+            F[i, 1] = min(z - za, 0.0) / ends
+            F[i, 2] = max(z - zb, 0.0) / ends
+            if want_jac:
+                J[i, 1, 2] = (1.0 / ends) if z < za else 0.0
+                J[i, 2, 2] = (1.0 / ends) if z > zb else 0.0
             continue
         c, pitch = fp[4], fp[5]
         th = math.atan2(y, x)
@@ -100,6 +112,23 @@ def _features(p, kind, fp, want_jac):
             J[i, j, 0], J[i, j, 1], J[i, j, 2] = -sp * k2 * dzx, -sp * k2 * dzy, -sp * k2
             J[i, j + 1, 0], J[i, j + 1, 1], J[i, j + 1, 2] = cp * k2 * dzx, cp * k2 * dzy, cp * k2
     return F, J
+
+
+@njit(cache=True)
+def _unit_chain(gF, J):
+    """Unit vectors along J^T gF, row by row (the chain rule through the features)."""
+    n, k = gF.shape
+    out = np.empty((n, 3))
+    for i in range(n):
+        a = b = c = 0.0
+        for j in range(k):
+            w = gF[i, j]
+            a += w * J[i, j, 0]
+            b += w * J[i, j, 1]
+            c += w * J[i, j, 2]
+        s = max(math.sqrt(a * a + b * b + c * c), 1e-30)
+        out[i, 0], out[i, 1], out[i, 2] = a / s, b / s, c / s
+    return out
 
 
 def features(kind: str, params: np.ndarray, p: np.ndarray, jacobian: bool = False):
@@ -142,8 +171,9 @@ class NeuralSDF:
         h2 = h1 @ self._W2t
         h2 += self.b2
         np.maximum(h2, 0.0, out=h2)
-        y = h2 @ self._w3 + self.b3[0]
-        return h1, h2, np.tanh(y.astype(np.float64))
+        y = h2 @ self._w3
+        y += self.b3[0]
+        return h1, h2, np.tanh(y).astype(np.float64)
 
     def distance(self, p: np.ndarray) -> np.ndarray:
         """Signed distance only (m), (n,)."""
@@ -158,24 +188,24 @@ class NeuralSDF:
         g = np.full((n, 3), np.nan)
         if n == 0:
             return np.zeros(0), g.reshape(0, 3)
-        F, _ = features(self.kind, self.params, p)
+        F, J = features(self.kind, self.params, p, jacobian=True)
         h1, h2, t = self._forward(F)
         d = self.scale * t
-        sel = np.flatnonzero(d < band) if band is not None else np.arange(n)
-        if sel.size:
-            g[sel] = self._gradient(p[sel], h1[sel], h2[sel], t[sel])
+        if band is None:
+            g = self._normals(h1, h2, J)
+        else:
+            sel = np.flatnonzero(d < band)
+            if sel.size:
+                g[sel] = self._normals(h1[sel], h2[sel], J[sel])
         return d, g
 
-    def _gradient(self, p, h1, h2, t):
-        # back-propagation by hand: y = w3 . relu(W2 relu(W1 F + b1) + b2) + b3
-        gy = (self.scale * (1.0 - t * t)).astype(np.float32)
-        g2 = (h2 > 0.0) * (gy[:, None] * self._w3[None, :])
+    def _normals(self, h1, h2, J):
+        # back-propagation by hand through y = w3 . relu(W2 relu(W1 F + b1) + b2) + b3; the
+        # factor D (1 - tanh^2) of the output is positive and the same for all three
+        # components, so the unit normal does not need it
+        g2 = (h2 > 0.0) * self._w3[None, :]
         g1 = (h1 > 0.0) * (g2 @ self.W2)
-        gF = (g1 @ self.W1).astype(np.float64)
-        _, J = features(self.kind, self.params, p, jacobian=True)
-        grad = np.einsum("nk,nkj->nj", gF, J)
-        nrm = np.linalg.norm(grad, axis=1, keepdims=True)
-        return grad / np.maximum(nrm, 1e-30)
+        return _unit_chain(g1 @ self.W1, J)
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         return self.distance(p)

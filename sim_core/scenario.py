@@ -79,7 +79,8 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     model = Model(
         name=cfg["scenario"]["name"], task=task, dt=cfg["scenario"]["dt"],
         mass=mass, inertia_b=J, nodes_b=np.ascontiguousarray(mesh.vertices - com), com_part=com,
-        sdf=sdf, sdf_exact=exact, bounds_s=bounds, R_ws=np.eye(3), p_ws=np.zeros(3),
+        sdf=sdf, sdf_exact=exact, bounds_s=bounds,
+        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0, R_ws=np.eye(3), p_ws=np.zeros(3),
         contact=ContactParams(mu=c["friction"], clusters=c["clusters"], band=c["band"],
                               margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
                               beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],

@@ -27,7 +27,11 @@ from .geometry import profiles
 from .geometry.sdf import exact_sdf
 from .neural_sdf import HIDDEN, KINDS, NeuralSDF, features, spec_digest
 
-THREAD_ENDS_SCALE = 1e-2  # m: unit of the "below / above the full thread" inputs
+THREAD_ENDS_SCALE = 1e-2  # m: unit of the "below / above the full thread / bore" inputs
+# Where the bore's z inputs start: a point whose distance (up to the output's saturation at
+# SCALE) can reach a face must see z, so the invariant stretch is taken this far inside the
+# ends (without it, points under the top face looked like points deep in the wall: 71 um RMS)
+END_MARGIN = 5e-3
 MARGIN = 3e-3            # m: the working volume reaches past the part's bounds (broad phase 2 mm)
 TRAIN_BAND = 1.5e-3      # m: band samples lie within this distance of the surface
 EVAL_BAND = 1e-3         # m: the contact band the accuracy figures are taken in (issue 4)
@@ -49,6 +53,7 @@ class TrainSettings:
     seed: int = 0
     threads: int = 1
     thread_kind: str = "thread"    # bolts: "thread" (folded phase) or "helical"
+    axial_kind: str = "bore"       # holes: "bore" (r, and z beyond the bore) or "axial" (r, z)
     normal_weight: float = NORMAL_WEIGHT
     far_fraction: float = FAR_FRACTION
     pool: int = 2_000_000      # labelled points drawn once; each step takes a random batch of them
@@ -57,7 +62,7 @@ class TrainSettings:
     refresh: int = 500          # steps between re-evaluations of the pool's errors
 
 
-def setup(spec, thread_kind: str = "thread") -> tuple[str, np.ndarray]:
+def setup(spec, thread_kind: str = "thread", axial_kind: str = "bore") -> tuple[str, np.ndarray]:
     """Feature kind and scaling of a part: (r, z) scaled to about [-1, 1] over the working
     volume, and the helix of a thread."""
     sdf = exact_sdf(spec)
@@ -68,9 +73,14 @@ def setup(spec, thread_kind: str = "thread") -> tuple[str, np.ndarray]:
     if isinstance(spec, profiles.BoltSpec):
         helix = [spec.thread.c, spec.thread.p]
         if thread_kind == "thread":          # the full thread's ends, where the fold stops holding
+            # (no margin inside the ends here: measured on the M48 bolt, a 5 mm one gave
+            # 12.3 um RMS against 9.9, and the largest errors, at the tip, stayed)
             return "thread", np.array(base + helix + [spec.runout_start + spec.runout_length,
                                                       spec.chamfer_start, THREAD_ENDS_SCALE])
         return "helical", np.array(base + helix)
+    if isinstance(spec, profiles.HoleSpec) and axial_kind == "bore":
+        return "bore", np.array(base + [-spec.height + spec.chamfer + END_MARGIN, -spec.chamfer - END_MARGIN,
+                                        THREAD_ENDS_SCALE])
     return "axial", np.array(base)
 
 
@@ -157,7 +167,7 @@ def train(part: str, settings: TrainSettings | None = None, progress: bool = Tru
         raise ValueError(f"train sdf: {part!r} is a moving part; contact is detected against the "
                          f"static parts only (the hole and the bolts)")
     sdf = exact_sdf(spec)
-    kind, params = setup(spec, s.thread_kind)
+    kind, params = setup(spec, s.thread_kind, s.axial_kind)
     k = KINDS[kind]
     torch.manual_seed(s.seed)
     torch.set_num_threads(s.threads)
@@ -220,7 +230,7 @@ def train(part: str, settings: TrainSettings | None = None, progress: bool = Tru
 
 # --- the report ------------------------------------------------------------------------------
 
-TARGETS = {"axial": (3.0, 10.0), "helical": (10.0, 30.0), "thread": (10.0, 30.0)}   # (RMS, max) um, issue 4 item 4
+TARGETS = {"axial": (3.0, 10.0), "bore": (3.0, 10.0), "helical": (10.0, 30.0), "thread": (10.0, 30.0)}   # (RMS, max) um, issue 4 item 4
 NORMAL_P99_TARGET = 2.0                                       # deg
 
 
