@@ -25,7 +25,8 @@ import argparse
 import copy
 import time
 
-import numpy as np
+import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
+import numpy as np  # noqa: E402
 
 FP_SLACK_M = 1e-5       # a reported penetration is false only if the exact SDF says > 10 um out
 
