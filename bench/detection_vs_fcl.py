@@ -83,7 +83,7 @@ def run_task(task: str, min_poses: int, repeat: int) -> dict:
     from sim_core.geometry import profiles
     spec = profiles.all_parts()[static_name]
     net = neural_sdf.load(assets_dir() / "sdf" / f"{static_name}.npz", spec=spec, part=static_name)
-    exact = model.sdf
+    exact = model.sdf_exact                  # the geometry itself: ground truth
     o_static, o_moving, faces = fcl_objects(model, static_name, moving_name)
     req = fcl.CollisionRequest(num_max_contacts=1_000_000, enable_contact=True)
     band = model.contact.band
