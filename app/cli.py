@@ -123,8 +123,7 @@ def cmd_train_sdf(a) -> int:
         print("tightsim: train sdf needs torch: pip install -e \".[train]\"", file=sys.stderr)
         return 2
     parts = profiles.all_parts()
-    names = sorted(n for n, s in parts.items() if isinstance(s, (profiles.HoleSpec, profiles.BoltSpec))) \
-        if a.part == "all" else [a.part]
+    names = sorted(profiles.static_parts(parts)) if a.part == "all" else [a.part]
     out = Path(a.out) if a.out else assets_dir() / "sdf"
     out.mkdir(parents=True, exist_ok=True)
     settings = train_sdf.TrainSettings(steps=a.steps, batch=a.batch, seed=a.seed, threads=a.threads,

@@ -22,7 +22,7 @@ def main(argv=None) -> int:
     from sim_core.paths import assets_dir
 
     parts = profiles.all_parts()
-    static = sorted(n for n, s in parts.items() if isinstance(s, (profiles.HoleSpec, profiles.BoltSpec)))
+    static = sorted(profiles.static_parts(parts))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", type=int, default=100_000)
     ap.add_argument("--parts", nargs="+", default=static)

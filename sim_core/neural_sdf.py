@@ -258,7 +258,7 @@ def load(path, spec=None, part: str | None = None) -> NeuralSDF:
     if fmt != FORMAT:
         raise WeightsError(f"{path}: field 'format' is {fmt!r}, expected {FORMAT!r}")
     name, kind = field("part", "str"), field("kind", "str")
-    if kind not in KINDS:  # noqa: SIM102
+    if kind not in KINDS:
         raise WeightsError(f"{path}: field 'kind' is {kind!r}, expected one of {sorted(KINDS)}")
     if part is not None and name != part:
         raise WeightsError(f"{path}: field 'part' is {name!r}, but these weights were asked for {part!r}")

@@ -25,8 +25,7 @@ from .math3d import matrix_to_quat, rot_axis_angle
 from .model import ContactParams, Inputs, Model, State
 from .paths import assets_dir, scenario_path
 
-STATIC_KINDS = (profiles.HoleSpec, profiles.BoltSpec)
-MOVING_KINDS = (profiles.PegSpec, profiles.NutSpec)
+STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
 
 
 def set_rotation(yaw: float, tilt_x: float, tilt_y: float) -> np.ndarray:

@@ -153,6 +153,17 @@ class _Progress:
         self.stream.flush()
 
 
+def _pool_errors(net, FP, target, dtype, chunk: int = 200_000) -> np.ndarray:
+    """|network - target| (m) over the whole labelled pool, in chunks."""
+    import torch
+    out = np.empty(len(target))
+    with torch.no_grad():
+        for i in range(0, len(target), chunk):
+            t = torch.tanh(net(torch.from_numpy(FP[i:i + chunk]).to(dtype))[:, 0]).double().numpy()
+            out[i:i + chunk] = np.abs(SCALE * t - target[i:i + chunk])   # scaled in float64
+    return out
+
+
 def train(part: str, settings: TrainSettings | None = None, progress: bool = True,
           parts: dict | None = None) -> NeuralSDF:
     """Train the neural SDF of `part` (a static part name) and return it."""
@@ -163,7 +174,7 @@ def train(part: str, settings: TrainSettings | None = None, progress: bool = Tru
     if part not in parts:
         raise ValueError(f"train sdf: unknown part {part!r} (known: {', '.join(sorted(parts))})")
     spec = parts[part]
-    if not isinstance(spec, (profiles.HoleSpec, profiles.BoltSpec)):
+    if not isinstance(spec, profiles.STATIC_KINDS):
         raise ValueError(f"train sdf: {part!r} is a moving part; contact is detected against the "
                          f"static parts only (the hole and the bolts)")
     sdf = exact_sdf(spec)
@@ -180,19 +191,18 @@ def train(part: str, settings: TrainSettings | None = None, progress: bool = Tru
     bar = _Progress(s.steps, f"train sdf {part}") if progress else None
     # the exact bolt SDF costs ~2.4 us a point, twice per sample: label a pool once (in
     # chunks, all cores) instead of every step; 2M points for a 4.5k-weight network
-    P, D, G = sample(sdf, s.pool, rng, far_fraction=s.far_fraction) if s.steps else (None,) * 3
-    FP, JP = features(kind, params, P, jacobian=True) if s.steps else (None, None)
+    if s.steps:
+        P, D, G = sample(sdf, s.pool, rng, far_fraction=s.far_fraction)
+        FP, JP = features(kind, params, P, jacobian=True)
+        TARGET = np.clip(D, -0.98 * SCALE, 0.98 * SCALE)   # tanh's range; far points keep the sign
+        NEAR = np.abs(D) <= TRAIN_BAND
     cdf = None
     n_hard = int(s.batch * s.hard_fraction)
     for step in range(s.steps):
         if n_hard and step >= s.hard_from * s.steps and (step - int(s.hard_from * s.steps)) % s.refresh == 0:
             # the errors sit at the profile's corners and ridges (medial axes), a small share
             # of the band: draw half of each batch in proportion to where the network is wrong
-            with torch.no_grad():
-                err = np.concatenate([np.abs(SCALE * torch.tanh(net(torch.from_numpy(FP[i:i + 200_000]).to(DTYPE))[:, 0]).double().numpy()
-                                             - np.clip(D[i:i + 200_000], -0.98 * SCALE, 0.98 * SCALE))
-                                      for i in range(0, len(D), 200_000)])
-            err *= np.abs(D) <= TRAIN_BAND
+            err = _pool_errors(net, FP, TARGET, DTYPE) * NEAR
             cdf = np.cumsum(err)
             cdf /= cdf[-1] if cdf[-1] > 0 else 1.0
         if cdf is not None:
@@ -200,11 +210,11 @@ def train(part: str, settings: TrainSettings | None = None, progress: bool = Tru
                                    np.minimum(np.searchsorted(cdf, rng.random(n_hard)), len(D) - 1)])
         else:
             take = rng.integers(0, len(D), s.batch)
-        F, J, d, g = FP[take], JP[take], D[take], G[take]
+        F, J, g = FP[take], JP[take], G[take]
         Ft = torch.from_numpy(F).to(DTYPE).requires_grad_(True)
         y = SCALE * torch.tanh(net(Ft)[:, 0])
-        target = torch.from_numpy(np.clip(d, -0.98 * SCALE, 0.98 * SCALE)).to(DTYPE)
-        near = torch.from_numpy((np.abs(d) <= TRAIN_BAND).astype(np.float64)).to(DTYPE)
+        target = torch.from_numpy(TARGET[take]).to(DTYPE)
+        near = torch.from_numpy(NEAR[take].astype(np.float64)).to(DTYPE)
         w = 0.1 + 0.9 * near                 # far points only keep the sign and the saturation
         loss_d = torch.mean(w * ((y - target) / ERR_UNIT) ** 2)
         if s.normal_weight > 0.0:
@@ -234,17 +244,17 @@ TARGETS = {"axial": (3.0, 10.0), "bore": (3.0, 10.0), "helical": (10.0, 30.0), "
 NORMAL_P99_TARGET = 2.0                                       # deg
 
 
-def histogram_png(errors_um: np.ndarray, path, title_bins: int = 81, size=(640, 360)) -> None:
+def histogram_png(errors_um: np.ndarray, path, bins: int = 81, size=(640, 360)) -> None:
     """Error histogram as a PNG: bars of |error| counts on a log scale, zero in the middle,
     the RMS and max marked as vertical lines (numbers are in the report next to it)."""
     from app.view_png import write_png
     W, H = size
     lim = max(1.0, float(np.abs(errors_um).max()))
-    counts, edges = np.histogram(errors_um, bins=title_bins, range=(-lim, lim))
+    counts, _ = np.histogram(errors_um, bins=bins, range=(-lim, lim))
     img = np.full((H, W, 3), 255, np.uint8)
     pad = 20
     h = np.log10(1 + counts) / max(np.log10(1 + counts.max()), 1e-9)
-    bw = (W - 2 * pad) / title_bins
+    bw = (W - 2 * pad) / bins
     for i, v in enumerate(h):
         x0, x1 = int(pad + i * bw), int(pad + (i + 1) * bw) - 1
         y0 = int(H - pad - v * (H - 2 * pad))

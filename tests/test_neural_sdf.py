@@ -234,8 +234,7 @@ def test_torch_backend_gives_the_same_contacts():
 # --- the shipped weights -------------------------------------------------------------------
 
 def _static_parts():
-    parts = profiles.all_parts()
-    return {n: s for n, s in parts.items() if isinstance(s, (profiles.HoleSpec, profiles.BoltSpec))}
+    return profiles.static_parts()
 
 
 def test_every_static_part_ships_weights_for_its_current_geometry():

@@ -252,6 +252,12 @@ def pair_name(d_mm: float, p_mm: float) -> str:
     return f"d{d_mm:g}_p{p_mm:g}"
 
 
+def static_parts(parts: dict | None = None) -> dict[str, object]:
+    """The parts that stay put (hole, bolts): the ones with an SDF, and so a network."""
+    parts = all_parts() if parts is None else parts
+    return {n: s for n, s in parts.items() if isinstance(s, STATIC_KINDS)}
+
+
 def all_parts(clearance: float = 0.4 * MM) -> dict[str, object]:
     """Every part the project ships, by asset name (nominal pair plus Table II pairs)."""
     parts: dict[str, object] = {"peg": PegSpec(), "hole": HoleSpec()}
@@ -262,3 +268,7 @@ def all_parts(clearance: float = 0.4 * MM) -> dict[str, object]:
                                            runout_start=15 * MM, runout_length=2 * t.p)
         parts[f"nut_{suffix}"] = nut_for(t)
     return parts
+
+
+STATIC_KINDS = (HoleSpec, BoltSpec)    # fixed in the world; detection runs against their SDF
+MOVING_KINDS = (PegSpec, NutSpec)      # held by the user / the arm; their mesh vertices are the nodes
