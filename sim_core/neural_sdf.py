@@ -114,21 +114,72 @@ def _features(p, kind, fp, want_jac):
     return F, J
 
 
-@njit(cache=True)
-def _unit_chain(gF, J):
-    """Unit vectors along J^T gF, row by row (the chain rule through the features)."""
-    n, k = gF.shape
-    out = np.empty((n, 3))
+@njit(cache=True, fastmath=True)
+def _layer1(F, W1t, b1):
+    """relu(F W1^T + b1) in float32: k <= 4 inputs, too narrow for a GEMM to pay."""
+    n, k = F.shape
+    h = W1t.shape[1]
+    out = np.empty((n, h), np.float32)
     for i in range(n):
-        a = b = c = 0.0
-        for j in range(k):
-            w = gF[i, j]
-            a += w * J[i, j, 0]
-            b += w * J[i, j, 1]
-            c += w * J[i, j, 2]
-        s = max(math.sqrt(a * a + b * b + c * c), 1e-30)
-        out[i, 0], out[i, 1], out[i, 2] = a / s, b / s, c / s
+        for j in range(h):
+            out[i, j] = b1[j]
+        for a in range(k):
+            f = np.float32(F[i, a])
+            for j in range(h):
+                out[i, j] += f * W1t[a, j]
+        for j in range(h):
+            out[i, j] = max(out[i, j], np.float32(0.0))
     return out
+
+
+@njit(cache=True, fastmath=True)
+def _head(z2, b2, w3, b3, scale, band, every, want_grad):
+    """From the second layer's pre-activation z2 (n, 64): the distance d = D tanh(y) of every
+    node and, for the nodes with d < band (all with ``every``), their indices and the output's
+    gradient with respect to the second hidden layer, mask2 * w3, in a compact (m, 64) array."""
+    n, h = z2.shape
+    d = np.empty(n)
+    sel = np.empty(n, np.int64)
+    g2 = np.empty((n if want_grad else 0, h), np.float32)
+    m = 0
+    for i in range(n):
+        y = b3
+        for j in range(h):
+            v = z2[i, j] + b2[j]
+            if v > 0.0:
+                y += v * w3[j]
+        d[i] = scale * math.tanh(y)
+        if want_grad and (every or d[i] < band):
+            for j in range(h):
+                g2[m, j] = w3[j] if z2[i, j] + b2[j] > 0.0 else np.float32(0.0)
+            sel[m] = i
+            m += 1
+    return d, sel[:m], g2[:m]
+
+
+@njit(cache=True, fastmath=True)
+def _normals_out(g1, h1, sel, W1, J, out):
+    """Chain rule back to the point: gF = (mask1 * g1) W1, then the unit vector along J^T gF,
+    written to out[sel]."""
+    m, h = g1.shape
+    k = W1.shape[1]
+    gF = np.empty(k)
+    for r in range(m):
+        i = sel[r]
+        for a in range(k):
+            gF[a] = 0.0
+        for j in range(h):
+            if h1[i, j] > 0.0:
+                w = g1[r, j]
+                for a in range(k):
+                    gF[a] += w * W1[j, a]
+        a0 = a1 = a2 = 0.0
+        for a in range(k):
+            a0 += gF[a] * J[i, a, 0]
+            a1 += gF[a] * J[i, a, 1]
+            a2 += gF[a] * J[i, a, 2]
+        s = max(math.sqrt(a0 * a0 + a1 * a1 + a2 * a2), 1e-30)
+        out[i, 0], out[i, 1], out[i, 2] = a0 / s, a1 / s, a2 / s
 
 
 def features(kind: str, params: np.ndarray, p: np.ndarray, jacobian: bool = False):
@@ -163,49 +214,37 @@ class NeuralSDF:
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float32))
         # transposed once, so the batched products below are plain row-major GEMMs
         self._W1t, self._W2t, self._w3 = self.W1.T.copy(), self.W2.T.copy(), self.W3[0].copy()
+        self._b3 = np.float32(self.b3[0])
 
-    def _forward(self, F):
-        h1 = F.astype(np.float32) @ self._W1t
-        h1 += self.b1
-        np.maximum(h1, 0.0, out=h1)
-        h2 = h1 @ self._W2t
-        h2 += self.b2
-        np.maximum(h2, 0.0, out=h2)
-        y = h2 @ self._w3
-        y += self.b3[0]
-        return h1, h2, np.tanh(y).astype(np.float64)
-
-    def distance(self, p: np.ndarray) -> np.ndarray:
-        """Signed distance only (m), (n,)."""
-        F, _ = features(self.kind, self.params, p)
-        return self.scale * self._forward(F)[2]
-
-    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Signed distance (n,) and unit outward normal (n, 3) at points p (n, 3).  With
-        ``band``, normals are computed only where d < band (NaN elsewhere)."""
+    def _run(self, p, band, want_grad):
+        """Forward pass (and the backward pass for the nodes with d < band): the two 64 x 64
+        products are float32 GEMMs (BLAS), everything elementwise is fused in numba kernels,
+        and the backward product runs only over the nodes that need a normal."""
         p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
         n = p.shape[0]
         g = np.full((n, 3), np.nan)
         if n == 0:
-            return np.zeros(0), g.reshape(0, 3)
-        F, J = features(self.kind, self.params, p, jacobian=True)
-        h1, h2, t = self._forward(F)
-        d = self.scale * t
-        if band is None:
-            g = self._normals(h1, h2, J)
-        else:
-            sel = np.flatnonzero(d < band)
-            if sel.size:
-                g[sel] = self._normals(h1[sel], h2[sel], J[sel])
+            return np.zeros(0), g
+        F, J = features(self.kind, self.params, p, jacobian=want_grad)
+        h1 = _layer1(F, self._W1t, self.b1)
+        z2 = h1 @ self._W2t
+        d, sel, g2 = _head(z2, self.b2, self._w3, self._b3, self.scale,
+                           0.0 if band is None else band, band is None, want_grad)
+        if sel.size:
+            # back-propagation by hand through y = w3 . relu(W2 relu(W1 F + b1) + b2) + b3;
+            # the output's factor D (1 - tanh^2) is positive and common to all three
+            # components, so the unit normal does not need it
+            _normals_out(g2 @ self.W2, h1, sel, self.W1, J, g)
         return d, g
 
-    def _normals(self, h1, h2, J):
-        # back-propagation by hand through y = w3 . relu(W2 relu(W1 F + b1) + b2) + b3; the
-        # factor D (1 - tanh^2) of the output is positive and the same for all three
-        # components, so the unit normal does not need it
-        g2 = (h2 > 0.0) * self._w3[None, :]
-        g1 = (h1 > 0.0) * (g2 @ self.W2)
-        return _unit_chain(g1 @ self.W1, J)
+    def distance(self, p: np.ndarray) -> np.ndarray:
+        """Signed distance only (m), (n,)."""
+        return self._run(p, None, False)[0]
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Signed distance (n,) and unit outward normal (n, 3) at points p (n, 3).  With
+        ``band``, normals are computed only where d < band (NaN elsewhere)."""
+        return self._run(p, None if band is None else float(band), True)
 
     def __call__(self, p: np.ndarray) -> np.ndarray:
         return self.distance(p)
