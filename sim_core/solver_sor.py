@@ -1,0 +1,293 @@
+"""Contact solving (stage 4), the seed's solver: per-contact open / stick / slip with maximum
+dissipation, nonlinear block SOR over the contacts, and the C-space constraint (seed 000
+Sec. III.C, IV.C, Algorithm 1).
+
+Notation as in ``solver_pgs``: the PMI system A V+ = b + sum_i G_i^T lambda_i (+ N^C lambda^C),
+G_i = C_i^T J_i with the contact frame C_i = [n t1 t2]; the velocity of contact i at the end
+of the step is u_i = G_i V+, and with every other force held fixed it is affine in its own
+force:  u_i = W_i lambda_i + uf_i,  W_i = G_i A^-1 G_i^T (the 3x3 Delassus block).
+
+Single contact (``single_contact``), given W, uf and the Signorini target b_n (velocity
+level, with the penetration-compensation term of ``solver_pgs``):
+  * open  -- uf_n >= b_n: no force;
+  * stick -- the force that gives u_n = b_n and a zero tangential velocity at k+1, if it lies
+    in the Coulomb cone ||lambda_t|| <= mu lambda_n;
+  * slip  -- otherwise the force lies on the cone's boundary, lambda = lambda_n [1, mu cos phi,
+    mu sin phi], lambda_n(phi) from u_n = b_n, and the friction dissipates the most energy it
+    can: eq. (7) minimizes the friction's work, and at a given sliding velocity u_t the force
+    on the disk ||lambda_t|| <= mu lambda_n that does the least work is the one opposite to u_t.
+    Since u_t itself depends on phi, this is a fixed point on the cone boundary, found as in
+    Hwangbo, Lee and Hutter 2018 by bisection on the angle: the sign of d(phi) x (-u_t(phi))
+    tells on which side of the consistent direction phi lies.  A ring of ``N_COARSE`` angles
+    brackets every crossing; if there are several, the most dissipative is kept.
+
+  The sliding velocity is the one at k+1, the velocity the stick case sets to zero.  PMI's
+  energy balance would suggest the midpoint velocity (u_k + u_k+1)/2 instead, and that was
+  tried: with stick meaning u_k+1 = 0, the single-contact force then jumps where stick turns
+  into slip, block SOR cycles on it (on 40 random 12-contact problems, 9 did not converge
+  in 5000 sweeps against 3 that converge later with u_k+1), and a friction that would
+  reverse the sliding within a step has no consistent midpoint direction at all.  Minimizing
+  the work through the force's own effect on u_t (a third reading of eq. (7)) lets redundant
+  contacts squeeze sideways and creep down an incline they should stick to.
+
+Multi-contact (``sor``): nonlinear block SOR -- each contact's single-contact solution with
+the others fixed, relaxed, lambda <- alpha lambda* + (1 - alpha) lambda (Algorithm 1 lines 3-6);
+then the C-space constraint (lines 7-13): with the C-space normal N^C, v^C = N^C^T V+ must not
+fall below its target (0, or a push-out when the configuration is inside the C-space
+obstacle), 0 <= lambda^C _|_ v^C - b^C >= 0, relaxed the same way.  Warm-started, and
+converged when the natural residual max_i ||lambda_i - lambda_i*|| (which is zero exactly when
+complementarity, the cone and maximum dissipation all hold) is below the tolerance, or after
+the iteration bound.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from . import pmi
+from .solver_pgs import contact_jacobians, contact_wrench
+
+OPEN, STICK, SLIP = 0, 1, 2
+N_COARSE = 24          # angles sampled to bracket the most dissipative slip direction
+N_BISECT = 40          # bisection steps: the bracket 2 (2 pi / 24) shrinks to ~5e-13 rad
+DENOM_MIN = 1e-12      # relative: a slip direction whose normal row W_nn + mu W_nt.d is not
+                       # positive cannot satisfy Signorini with a finite force; skipped
+
+
+@njit(cache=True)
+def _slip_terms(W, uf, s, mu, phi):
+    """Slip force with its friction along the cone angle phi: (lambda (3,), the friction's power
+    P = lambda_t . u_t at the sliding velocity u_t(phi) it leaves, the cross product
+    g = d x (-u_t) of the friction direction d with -u_t, the dot d . u_t, ok).  The maximally
+    dissipative slip is where g = 0 and d . u_t < 0."""
+    c, sn = math.cos(phi), math.sin(phi)
+    den = W[0, 0] + mu * (W[0, 1] * c + W[0, 2] * sn)
+    lam = np.zeros(3)
+    if den <= DENOM_MIN * W[0, 0]:
+        return lam, math.inf, 0.0, 0.0, False
+    ln = s / den
+    lam[0], lam[1], lam[2] = ln, mu * ln * c, mu * ln * sn
+    u1 = W[1, 0] * ln + W[1, 1] * lam[1] + W[1, 2] * lam[2] + uf[1]
+    u2 = W[2, 0] * ln + W[2, 1] * lam[1] + W[2, 2] * lam[2] + uf[2]
+    return lam, lam[1] * u1 + lam[2] * u2, -(c * u2 - sn * u1), c * u1 + sn * u2, True
+
+
+@njit(cache=True)
+def _solve3(W, r):
+    """W^-1 r for a 3x3 W (Cramer's rule; W is symmetric positive definite here)."""
+    a, b, c = W[0, 0], W[0, 1], W[0, 2]
+    d, e, f = W[1, 0], W[1, 1], W[1, 2]
+    g, h, k = W[2, 0], W[2, 1], W[2, 2]
+    A_, B_, C_ = e * k - f * h, -(d * k - f * g), d * h - e * g
+    det = a * A_ + b * B_ + c * C_
+    out = np.empty(3)
+    out[0] = (A_ * r[0] + (c * h - b * k) * r[1] + (b * f - c * e) * r[2]) / det
+    out[1] = (B_ * r[0] + (a * k - c * g) * r[1] + (c * d - a * f) * r[2]) / det
+    out[2] = (C_ * r[0] + (b * g - a * h) * r[1] + (a * e - b * d) * r[2]) / det
+    return out
+
+
+@njit(cache=True)
+def single_contact(W, uf, bn, mu):
+    """One contact's force with everything else fixed: (lambda [n, t1, t2] (3,), mode).
+
+    W (3,3) Delassus block, uf (3,) its velocity at k+1 without its own force, bn the
+    normal-velocity target, mu the friction coefficient."""
+    lam = np.zeros(3)
+    s = bn - uf[0]
+    if s <= 0.0:
+        return lam, OPEN
+    if mu <= 0.0:
+        lam[0] = s / W[0, 0]
+        return lam, SLIP
+    r = np.empty(3)
+    r[0], r[1], r[2] = s, -uf[1], -uf[2]
+    st = _solve3(W, r)
+    if st[0] >= 0.0 and math.sqrt(st[1] * st[1] + st[2] * st[2]) <= mu * st[0]:
+        return st, STICK
+    # slip: bracket every sign change of d x (-u_t) on a ring, bisect each, keep the most
+    # dissipative consistent direction
+    step = 2.0 * math.pi / N_COARSE
+    best, found = math.inf, -1.0
+    _, _, g0, _, ok0 = _slip_terms(W, uf, s, mu, 0.0)
+    ga, oka = g0, ok0
+    for j in range(N_COARSE):
+        a = j * step
+        if j + 1 < N_COARSE:
+            _, _, gb, _, okb = _slip_terms(W, uf, s, mu, a + step)
+        else:
+            gb, okb = g0, ok0
+        if oka and okb and ga >= 0.0 and gb < 0.0:      # d turns counter-clockwise past -u_t
+            x0, x1 = a, a + step
+            for _ in range(N_BISECT):
+                xm = 0.5 * (x0 + x1)
+                _, _, gm, _, okm = _slip_terms(W, uf, s, mu, xm)
+                if not okm:
+                    break
+                if gm >= 0.0:
+                    x0 = xm
+                else:
+                    x1 = xm
+            xm = 0.5 * (x0 + x1)
+            _, P, _, dm, okm = _slip_terms(W, uf, s, mu, xm)
+            if okm and dm <= 0.0 and P < best:
+                best, found = P, xm
+        ga, oka = gb, okb
+    if found < 0.0:              # not met in the tests: the least-power direction of the ring
+        for j in range(N_COARSE):
+            _, P, _, _, ok = _slip_terms(W, uf, s, mu, j * step)
+            if ok and P < best:
+                best, found = P, j * step
+    if found < 0.0:              # no direction can hold the contact: push along the normal
+        lam[0] = s / W[0, 0]
+        return lam, SLIP
+    lam, _, _, _, _ = _slip_terms(W, uf, s, mu, found)
+    return lam, SLIP
+
+
+@njit(cache=True)
+def normal_targets(G, V_prev, d, T, beta):
+    """Signorini targets b_n per contact, as in ``solver_pgs.pgs``: a gap may close by the end
+    of the step (the pose moves with the midpoint velocity) without a rebound; a penetration
+    is pushed out by the fraction beta per step."""
+    m = G.shape[0]
+    b = np.empty(m)
+    for i in range(m):
+        if d[i] >= 0.0:
+            b[i] = min(0.0, -2.0 * d[i] / T - G[i, 0] @ V_prev)
+        else:
+            b[i] = -beta * d[i] / T
+    return b
+
+
+@njit(cache=True)
+def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
+    """Nonlinear block SOR (Algorithm 1).  G (m,3,6), A_inv (6,6), V_free = A^-1 b, bn (m,)
+    normal targets, lam0 (m,3) warm start; NC (6,) the C-space normal (all
+    zero: no C-space constraint), bC its velocity target, lamC0 its warm start.
+
+    Returns (lambda (m,3), lambda^C, V+ (6,), iterations used, residual, modes (m,))."""
+    m = G.shape[0]
+    lam = lam0.copy()
+    for i in range(m):               # a warm start outside the cone is projected onto it, so
+        lam[i, 0] = max(lam[i, 0], 0.0)  # that every relaxed iterate stays inside (convex)
+        nt = math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
+        if nt > mu * lam[i, 0]:
+            sc = mu * lam[i, 0] / nt
+            lam[i, 1] *= sc
+            lam[i, 2] *= sc
+    lamC = max(lamC0, 0.0)
+    AG = np.empty((m, 6, 3))
+    W = np.empty((m, 3, 3))
+    for i in range(m):
+        AG[i] = A_inv @ G[i].T
+        W[i] = G[i] @ AG[i]
+    cspace = (NC[0] != 0.0 or NC[1] != 0.0 or NC[2] != 0.0 or NC[3] != 0.0 or NC[4] != 0.0
+              or NC[5] != 0.0)
+    AN = A_inv @ NC
+    wC = NC @ AN
+    if not cspace:
+        lamC = 0.0
+    V = V_free + AN * lamC
+    for i in range(m):
+        V += AG[i] @ lam[i]
+    modes = np.zeros(m, np.int64)
+    res = 0.0
+    it = 0
+    for it in range(1, iterations + 1):
+        res = 0.0
+        for i in range(m):
+            uf = G[i] @ V - W[i] @ lam[i]
+            star, md = single_contact(W[i], uf, bn[i], mu)
+            modes[i] = md
+            dl = star - lam[i]
+            r = math.sqrt(dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2])
+            if r > res:
+                res = r
+            new = alpha * star + (1.0 - alpha) * lam[i]
+            V += AG[i] @ (new - lam[i])
+            lam[i] = new
+        if cspace:
+            vC = NC @ V - wC * lamC          # line 7: v^C without the virtual force
+            starC = (bC - vC) / wC if vC < bC else 0.0
+            if abs(starC - lamC) > res:
+                res = abs(starC - lamC)
+            newC = alpha * starC + (1.0 - alpha) * lamC
+            V += AN * (newC - lamC)
+            lamC = newC
+        if res < tol:
+            break
+    return lam, lamC, V, it, res, modes
+
+
+@njit(cache=True)
+def residuals(G, A_inv, V, bn, mu, lam):
+    """Constraint residuals of a solution, each >= 0 and zero at an exact solution:
+    (Signorini violation max(0, b_n - u_n) m/s, complementarity max |lambda_n (u_n - b_n)| W,
+    cone violation max(0, ||lambda_t|| - mu lambda_n) N, negative normal force N,
+    dissipation: the largest force change ||lambda_i - lambda_i*|| N, lambda_i* the single-
+    contact solution with the others fixed -- zero only where friction is maximally
+    dissipative)."""
+    m = G.shape[0]
+    sig = comp = cone = neg = diss = 0.0
+    for i in range(m):
+        u = G[i] @ V
+        sig = max(sig, bn[i] - u[0])
+        comp = max(comp, abs(lam[i, 0] * (u[0] - bn[i])))
+        cone = max(cone, math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2) - mu * lam[i, 0])
+        neg = max(neg, -lam[i, 0])
+        AGi = A_inv @ G[i].T
+        Wi = G[i] @ AGi
+        star, _ = single_contact(Wi, u - Wi @ lam[i], bn[i], mu)
+        dl = star - lam[i]
+        diss = max(diss, math.sqrt(dl @ dl))
+    return max(sig, 0.0), comp, max(cone, 0.0), max(neg, 0.0), diss
+
+
+def solve(model, state, reps, F0: np.ndarray, B: np.ndarray, warm=None, cspace=None):
+    """The solving stage with the seed's solver: PMI system with the drive wrench F0 - B V+,
+    the contacts ``reps`` and, if given, the C-space constraint ``cspace`` = (N^C (6,), b^C).
+
+    ``warm``: (x_w (k,3), f_w (k,3), lamC) forces of the previous step; each contact starts
+    from the force of the nearest previous contact within ``WARM_RADIUS``.
+    Returns (V+ (6,), contact wrench (6,), iterations, forces at the contacts in world axes
+    (m,3), lambda^C)."""
+    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
+    A_inv = np.linalg.inv(A)
+    V_free = A_inv @ b
+    c = model.contact
+    NC, bC = (np.zeros(6), 0.0) if cspace is None else (np.asarray(cspace[0], float), float(cspace[1]))
+    m = len(reps)
+    if m == 0 and cspace is None:
+        return V_free, np.zeros(6), 0, np.zeros((0, 3)), 0.0
+    if m:
+        G, Cf = contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
+    else:
+        G, Cf = np.zeros((0, 3, 6)), np.zeros((0, 3, 3))
+    lam0, lamC0 = warm_start(reps, Cf, warm)
+    bn = normal_targets(G, state.V, reps.d, model.dt, c.beta)
+    lam, lamC, V_next, its, _, _ = sor(G, A_inv, V_free, bn, c.mu, c.sor_relaxation,
+                                       c.sor_iterations, c.sor_tolerance, lam0, NC, bC, lamC0)
+    wrench = contact_wrench(G, lam) + NC * lamC
+    return V_next, wrench, its, np.einsum("mij,mj->mi", Cf, lam), lamC
+
+
+WARM_RADIUS = 2e-3     # m: a previous contact this close is taken as the same contact
+
+
+def warm_start(reps, Cf: np.ndarray, warm) -> tuple[np.ndarray, float]:
+    """Initial forces from the previous step's (positions, world forces, lambda^C)."""
+    m = len(reps)
+    lam0 = np.zeros((m, 3))
+    if warm is None:
+        return lam0, 0.0
+    x_prev, f_prev, lamC = warm
+    if m and len(x_prev):
+        d2 = ((reps.x_w[:, None, :] - x_prev[None, :, :]) ** 2).sum(-1)
+        j = d2.argmin(1)
+        near = d2[np.arange(m), j] < WARM_RADIUS ** 2
+        lam0[near] = np.einsum("mji,mj->mi", Cf[near], f_prev[j[near]])
+        lam0[:, 0] = np.maximum(lam0[:, 0], 0.0)
+    return lam0, float(lamC)
