@@ -62,6 +62,15 @@ SCHEMA: dict[str, dict[str, Field]] = {
                               doc="weight of the normal in k-means features [x, s n]"),
         "penetration_gain": Field("float", 0.2, lo=0.0, hi=1.0,
                                   doc="fraction of a penetration removed per step (Signorini bias)"),
+        "solver": Field("enum", "sor", choices=("sor", "pgs"),
+                        doc="contact solver: the seed's block SOR with maximum dissipation, or the "
+                            "projected Gauss-Seidel baseline"),
+        "sor_relaxation": Field("float", 1.0, gt=0.0, hi=1.0,
+                                doc="SOR relaxation alpha (<= 1 keeps every iterate in the cone)"),
+        "sor_iterations": Field("int", 100, lo=1, doc="block SOR sweeps (max)"),
+        "sor_tolerance": Field("float", 1e-6, gt=0.0, unit="N",
+                               doc="stop when no contact's force is further than this from its "
+                                   "single-contact solution"),
         "pgs_iterations": Field("int", 50, lo=1, doc="projected Gauss-Seidel sweeps (max)"),
         "pgs_tolerance": Field("float", 1e-10, gt=0.0, unit="N",
                                doc="stop when no force changes by more than this"),

@@ -20,6 +20,10 @@ class ContactParams:
     beta: float               # penetration-correction gain per step, [0, 1]
     pgs_iterations: int
     pgs_tolerance: float      # N
+    solver: str = "sor"       # "sor" (seed 000 Algorithm 1) | "pgs" (baseline)
+    sor_relaxation: float = 1.0
+    sor_iterations: int = 100
+    sor_tolerance: float = 1e-6   # N
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class State:
     p_w: np.ndarray           # (3,) m, COM position, world
     R_wb: np.ndarray          # (3,3) body orientation in world
     V: np.ndarray             # (6,) [v_w m/s (COM velocity, world axes); w_b rad/s (body axes)]
+    warm: tuple | None = None  # the solver's forces of the step that led here (x_w, f_w, lambda^C)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """One physics step, ``step(model, state, inputs) -> (state, info)``: a flat list of stages.
 
-Baseline pipeline of seed 000 Sec. V.C (ARCHITECTURE sec. 4):
-  broad phase -> exact-SDF detection -> k-means clustering -> PGS -> PMI integration.
+Pipeline of seed 000 (ARCHITECTURE sec. 4):
+  broad phase -> neural (or exact) SDF detection -> k-means clustering -> block SOR with maximum
+  dissipation (or the PGS baseline, config ``contact.solver``) -> PMI integration.
 Each stage lives in its own module; this file only wires them and times them.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import broadphase, clustering, detection, drive, pmi, solver_pgs
+from . import broadphase, clustering, detection, drive, pmi, solver_pgs, solver_sor
 from .model import Contacts, Inputs, Model, State
 
 STAGES = ("broadphase", "detection", "clustering", "solving", "integration")
@@ -63,7 +64,12 @@ def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, 
                        laps: _Laps, n_candidates: int = 0, n_contacts: int = 0) -> tuple[State, StepInfo]:
     """The dynamics half of a step: drive, contact solving, PMI integration."""
     F0, B = drive.linearize(model, state, inp)
-    V_next, wrench, sweeps, forces_w = solver_pgs.solve(model, state, reps, F0, B)
+    warm = None
+    if model.contact.solver == "sor":
+        V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve(model, state, reps, F0, B, warm=state.warm)
+        warm = (reps.x_w, forces_w, lamC)
+    else:
+        V_next, wrench, sweeps, forces_w = solver_pgs.solve(model, state, reps, F0, B)
     laps.lap("solving")
     p_next, R_next = pmi.advance(state.p_w, state.R_wb, state.V, V_next, model.dt)
     laps.lap("integration")
@@ -73,7 +79,7 @@ def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, 
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
                     contact_wrench=wrench, sweeps=sweeps, contacts=reps, forces_w=forces_w,
                     times=laps.times)
-    return State(state.t + model.dt, p_next, R_next, V_next), info
+    return State(state.t + model.dt, p_next, R_next, V_next, warm), info
 
 
 def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:

@@ -56,37 +56,34 @@ DENOM_MIN = 1e-12      # relative: a slip direction whose normal row W_nn + mu W
                        # positive cannot satisfy Signorini with a finite force; skipped
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _slip_terms(W, uf, s, mu, phi):
-    """Slip force with its friction along the cone angle phi: (lambda (3,), the friction's power
-    P = lambda_t . u_t at the sliding velocity u_t(phi) it leaves, the cross product
-    g = d x (-u_t) of the friction direction d with -u_t, the dot d . u_t, ok).  The maximally
-    dissipative slip is where g = 0 and d . u_t < 0."""
+    """Slip force with its friction along the cone angle phi: (lambda_n, lambda_t1, lambda_t2,
+    the friction's power P = lambda_t . u_t at the sliding velocity u_t(phi) it leaves, the
+    cross product g = d x (-u_t) of the friction direction d with -u_t, the dot d . u_t, ok).
+    The maximally dissipative slip is where g = 0 and d . u_t < 0."""
     c, sn = math.cos(phi), math.sin(phi)
     den = W[0, 0] + mu * (W[0, 1] * c + W[0, 2] * sn)
-    lam = np.zeros(3)
     if den <= DENOM_MIN * W[0, 0]:
-        return lam, math.inf, 0.0, 0.0, False
+        return 0.0, 0.0, 0.0, math.inf, 0.0, 0.0, False
     ln = s / den
-    lam[0], lam[1], lam[2] = ln, mu * ln * c, mu * ln * sn
-    u1 = W[1, 0] * ln + W[1, 1] * lam[1] + W[1, 2] * lam[2] + uf[1]
-    u2 = W[2, 0] * ln + W[2, 1] * lam[1] + W[2, 2] * lam[2] + uf[2]
-    return lam, lam[1] * u1 + lam[2] * u2, -(c * u2 - sn * u1), c * u1 + sn * u2, True
+    l1, l2 = mu * ln * c, mu * ln * sn
+    u1 = W[1, 0] * ln + W[1, 1] * l1 + W[1, 2] * l2 + uf[1]
+    u2 = W[2, 0] * ln + W[2, 1] * l1 + W[2, 2] * l2 + uf[2]
+    return ln, l1, l2, l1 * u1 + l2 * u2, -(c * u2 - sn * u1), c * u1 + sn * u2, True
 
 
 @njit(cache=True)
-def _solve3(W, r):
-    """W^-1 r for a 3x3 W (Cramer's rule; W is symmetric positive definite here)."""
+def _solve3(W, r0, r1, r2, out):
+    """out = W^-1 r for a 3x3 W (Cramer's rule; W is symmetric positive definite here)."""
     a, b, c = W[0, 0], W[0, 1], W[0, 2]
     d, e, f = W[1, 0], W[1, 1], W[1, 2]
     g, h, k = W[2, 0], W[2, 1], W[2, 2]
     A_, B_, C_ = e * k - f * h, -(d * k - f * g), d * h - e * g
     det = a * A_ + b * B_ + c * C_
-    out = np.empty(3)
-    out[0] = (A_ * r[0] + (c * h - b * k) * r[1] + (b * f - c * e) * r[2]) / det
-    out[1] = (B_ * r[0] + (a * k - c * g) * r[1] + (c * d - a * f) * r[2]) / det
-    out[2] = (C_ * r[0] + (b * g - a * h) * r[1] + (a * e - b * d) * r[2]) / det
-    return out
+    out[0] = (A_ * r0 + (c * h - b * k) * r1 + (b * f - c * e) * r2) / det
+    out[1] = (B_ * r0 + (a * k - c * g) * r1 + (c * d - a * f) * r2) / det
+    out[2] = (C_ * r0 + (b * g - a * h) * r1 + (a * e - b * d) * r2) / det
 
 
 @njit(cache=True)
@@ -96,55 +93,108 @@ def single_contact(W, uf, bn, mu):
     W (3,3) Delassus block, uf (3,) its velocity at k+1 without its own force, bn the
     normal-velocity target, mu the friction coefficient."""
     lam = np.zeros(3)
+    mode = _single(W, uf, bn, mu, lam)
+    return lam, mode
+
+
+@njit(cache=True)
+def _single(W, uf, bn, mu, lam):
+    """``single_contact`` writing into lam (3,); returns the mode.  Allocation-free: it runs
+    M_c times per sweep."""
     s = bn - uf[0]
+    lam[0] = lam[1] = lam[2] = 0.0
     if s <= 0.0:
-        return lam, OPEN
+        return OPEN
     if mu <= 0.0:
         lam[0] = s / W[0, 0]
-        return lam, SLIP
-    r = np.empty(3)
-    r[0], r[1], r[2] = s, -uf[1], -uf[2]
-    st = _solve3(W, r)
-    if st[0] >= 0.0 and math.sqrt(st[1] * st[1] + st[2] * st[2]) <= mu * st[0]:
-        return st, STICK
-    # slip: bracket every sign change of d x (-u_t) on a ring, bisect each, keep the most
-    # dissipative consistent direction
+        return SLIP
+    _solve3(W, s, -uf[1], -uf[2], lam)
+    if lam[0] >= 0.0 and math.sqrt(lam[1] * lam[1] + lam[2] * lam[2]) <= mu * lam[0]:
+        return STICK
+    # slip: the consistent direction is near the stick force's (Hwangbo et al. start there
+    # too): bracket it in a widening window around that angle and close the bracket by
+    # regula falsi (Illinois); only if no window brackets it, scan the whole ring
+    found = _root_near(W, uf, s, mu, math.atan2(lam[2], lam[1]))
+    best = math.inf
     step = 2.0 * math.pi / N_COARSE
-    best, found = math.inf, -1.0
-    _, _, g0, _, ok0 = _slip_terms(W, uf, s, mu, 0.0)
-    ga, oka = g0, ok0
-    for j in range(N_COARSE):
-        a = j * step
-        if j + 1 < N_COARSE:
-            _, _, gb, _, okb = _slip_terms(W, uf, s, mu, a + step)
-        else:
-            gb, okb = g0, ok0
-        if oka and okb and ga >= 0.0 and gb < 0.0:      # d turns counter-clockwise past -u_t
-            x0, x1 = a, a + step
-            for _ in range(N_BISECT):
-                xm = 0.5 * (x0 + x1)
-                _, _, gm, _, okm = _slip_terms(W, uf, s, mu, xm)
-                if not okm:
-                    break
-                if gm >= 0.0:
-                    x0 = xm
-                else:
-                    x1 = xm
-            xm = 0.5 * (x0 + x1)
-            _, P, _, dm, okm = _slip_terms(W, uf, s, mu, xm)
-            if okm and dm <= 0.0 and P < best:
-                best, found = P, xm
-        ga, oka = gb, okb
-    if found < 0.0:              # not met in the tests: the least-power direction of the ring
+    if found < -10.0:
+        t = _slip_terms(W, uf, s, mu, 0.0)
+        g0, ok0 = t[4], t[6]
+        ga, oka = g0, ok0
         for j in range(N_COARSE):
-            _, P, _, _, ok = _slip_terms(W, uf, s, mu, j * step)
-            if ok and P < best:
-                best, found = P, j * step
-    if found < 0.0:              # no direction can hold the contact: push along the normal
-        lam[0] = s / W[0, 0]
-        return lam, SLIP
-    lam, _, _, _, _ = _slip_terms(W, uf, s, mu, found)
-    return lam, SLIP
+            a = j * step
+            if j + 1 < N_COARSE:
+                t = _slip_terms(W, uf, s, mu, a + step)
+                gb, okb = t[4], t[6]
+            else:
+                gb, okb = g0, ok0
+            if oka and okb and ga >= 0.0 and gb < 0.0:      # d turns counter-clockwise past -u_t
+                xm = _illinois(W, uf, s, mu, a, a + step, ga, gb)
+                t = _slip_terms(W, uf, s, mu, xm)
+                if t[6] and t[5] <= 0.0 and t[3] < best:
+                    best, found = t[3], xm
+            ga, oka = gb, okb
+    if found < -10.0:            # not met in the tests: the least-power direction of the ring
+        for j in range(N_COARSE):
+            t = _slip_terms(W, uf, s, mu, j * step)
+            if t[6] and t[3] < best:
+                best, found = t[3], j * step
+    if found < -10.0:            # no direction can hold the contact: push along the normal
+        lam[0], lam[1], lam[2] = s / W[0, 0], 0.0, 0.0
+        return SLIP
+    t = _slip_terms(W, uf, s, mu, found)
+    lam[0], lam[1], lam[2] = t[0], t[1], t[2]
+    return SLIP
+
+
+WINDOWS = (0.05, 0.3, 1.0)   # rad, half-widths tried around the stick force's direction
+ROOT_TOL = 1e-13             # rad, bracket width at which regula falsi stops
+
+
+@njit(cache=True)
+def _illinois(W, uf, s, mu, a, b, ga, gb):
+    """Root of g = d x (-u_t) in [a, b] with g(a) >= 0 > g(b), by the Illinois variant of
+    regula falsi (keeps a bracket, like bisection, and converges superlinearly)."""
+    side = 0
+    c = 0.5 * (a + b)
+    for _ in range(N_BISECT):
+        c = b - gb * (b - a) / (gb - ga) if gb != ga else 0.5 * (a + b)
+        t = _slip_terms(W, uf, s, mu, c)
+        gc, ok = t[4], t[6]
+        if not ok:
+            c = 0.5 * (a + b)
+            t = _slip_terms(W, uf, s, mu, c)
+            gc, ok = t[4], t[6]
+            if not ok:
+                break
+        if gc >= 0.0:
+            a, ga = c, gc
+            if side == -1:
+                gb *= 0.5
+            side = -1
+        else:
+            b, gb = c, gc
+            if side == 1:
+                ga *= 0.5
+            side = 1
+        if b - a < ROOT_TOL or gc == 0.0:
+            break
+    return c
+
+
+@njit(cache=True)
+def _root_near(W, uf, s, mu, phi0):
+    """The consistent slip angle bracketed in the smallest window around phi0, or -100."""
+    for h in WINDOWS:
+        a, b = phi0 - h, phi0 + h
+        ta = _slip_terms(W, uf, s, mu, a)
+        tb = _slip_terms(W, uf, s, mu, b)
+        if ta[6] and tb[6] and ta[4] >= 0.0 and tb[4] < 0.0:
+            c = _illinois(W, uf, s, mu, a, b, ta[4], tb[4])
+            tc = _slip_terms(W, uf, s, mu, c)
+            if tc[6] and tc[5] <= 0.0:
+                return c
+    return -100.0
 
 
 @njit(cache=True)
@@ -196,19 +246,28 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     modes = np.zeros(m, np.int64)
     res = 0.0
     it = 0
+    uf = np.empty(3)
+    star = np.empty(3)
     for it in range(1, iterations + 1):
         res = 0.0
         for i in range(m):
-            uf = G[i] @ V - W[i] @ lam[i]
-            star, md = single_contact(W[i], uf, bn[i], mu)
-            modes[i] = md
-            dl = star - lam[i]
-            r = math.sqrt(dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2])
-            if r > res:
-                res = r
-            new = alpha * star + (1.0 - alpha) * lam[i]
-            V += AG[i] @ (new - lam[i])
-            lam[i] = new
+            Gi, Wi, AGi, li = G[i], W[i], AG[i], lam[i]
+            for r in range(3):           # uf = G_i V - W_i lambda_i, without temporaries
+                acc = 0.0
+                for j in range(6):
+                    acc += Gi[r, j] * V[j]
+                uf[r] = acc - (Wi[r, 0] * li[0] + Wi[r, 1] * li[1] + Wi[r, 2] * li[2])
+            modes[i] = _single(Wi, uf, bn[i], mu, star)
+            d0, d1, d2 = star[0] - li[0], star[1] - li[1], star[2] - li[2]
+            rr = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            if rr > res:
+                res = rr
+            d0, d1, d2 = alpha * d0, alpha * d1, alpha * d2      # relaxed step
+            li[0] += d0
+            li[1] += d1
+            li[2] += d2
+            for j in range(6):
+                V[j] += AGi[j, 0] * d0 + AGi[j, 1] * d1 + AGi[j, 2] * d2
         if cspace:
             vC = NC @ V - wC * lamC          # line 7: v^C without the virtual force
             starC = (bC - vC) / wC if vC < bC else 0.0
