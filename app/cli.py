@@ -142,6 +142,26 @@ def cmd_train_sdf(a) -> int:
     return 0
 
 
+def cmd_train_cspace(a) -> int:
+    from sim_core import train_cspace
+    from sim_core.paths import assets_dir
+    try:
+        import torch  # noqa: F401 - only training needs it
+    except ImportError:
+        print("tightsim: train cspace needs torch: pip install -e \".[train]\"", file=sys.stderr)
+        return 2
+    tasks = ["peg_in_hole", "bolting"] if a.task == "all" else [a.task]
+    out = Path(a.out) if a.out else assets_dir() / "cspace"
+    settings = train_cspace.CSpaceSettings(samples=a.samples, steps=a.steps, seed=a.seed, threads=a.threads)
+    for task in tasks:
+        net, rep = train_cspace.train(task, settings, progress=not a.quiet)
+        path = train_cspace.write(task, net, rep, out)
+        print(f"{task:12s} held-out accuracy {100 * rep['accuracy_held_out']:.2f} % "
+              f"({rep['held_out']} configurations), near the surface "
+              f"{100 * rep['accuracy_near_surface']:.2f} % ({rep['near_surface_points']})  -> {path}")
+    return 0
+
+
 def cmd_replay(a) -> int:
     from app.log import read_log, replay
     log = read_log(a.log)
@@ -197,6 +217,15 @@ def parser() -> argparse.ArgumentParser:
     ts.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/sdf)")
     ts.add_argument("--quiet", action="store_true", help="no progress bar")
     ts.set_defaults(fn=cmd_train_sdf)
+    tc = tsub.add_parser("cspace", help="train a task's C-space collision surface h(q) from the exact detector")
+    tc.add_argument("--task", required=True, help="task scenario (peg_in_hole, bolting) or 'all'")
+    tc.add_argument("--samples", type=int, default=60_000, help="labelled configurations (default 60000)")
+    tc.add_argument("--steps", type=int, default=6000, help="optimiser steps (default 6000)")
+    tc.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    tc.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    tc.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/cspace)")
+    tc.add_argument("--quiet", action="store_true", help="no progress bar")
+    tc.set_defaults(fn=cmd_train_cspace)
     rp = sub.add_parser("replay", help="re-run the physics from a log's inputs")
     rp.add_argument("log", help="MCAP log written by tightsim run --log")
     rp.add_argument("--verify", action="store_true", help="compare with the logged trajectory (exit 1 on mismatch)")

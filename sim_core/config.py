@@ -65,6 +65,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "solver": Field("enum", "sor", choices=("sor", "pgs"),
                         doc="contact solver: the seed's block SOR with maximum dissipation, or the "
                             "projected Gauss-Seidel baseline"),
+        "cspace": Field("enum", "off", choices=("on", "off"),
+                        doc="C-space constraint of the seed solver (assets/cspace/STATIC__MOVING.npz); "
+                            "off by default: measured, it does not lower penetration here (README)"),
         "sor_relaxation": Field("float", 1.0, gt=0.0, hi=1.0,
                                 doc="SOR relaxation alpha (<= 1 keeps every iterate in the cone)"),
         "sor_iterations": Field("int", 100, lo=1, doc="block SOR sweeps (max)"),

@@ -32,6 +32,15 @@ def exp_so3(w):
 
 
 @njit(cache=True)
+def exp_so3_batch(W):
+    """exp(S(w)) for every row of W (n, 3): (n, 3, 3)."""
+    out = np.empty((W.shape[0], 3, 3))
+    for i in range(W.shape[0]):
+        out[i] = exp_so3(W[i])
+    return out
+
+
+@njit(cache=True)
 def log_so3(R):
     """Rotation vector w with exp(S(w)) = R (|w| <= pi)."""
     c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)

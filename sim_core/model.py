@@ -51,6 +51,7 @@ class Model:
     moving_dims: dict = field(default_factory=dict)
     sdf_exact: object = None  # the exact SDF, to report true penetration when `sdf` is neural
     inner_radius_s: float = 0.0  # m, the static part has no material inside this radius
+    cspace: object = None     # cspace.CSpaceNet of the part pair (None: no C-space constraint)
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,14 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from .weights import WeightsError, read_npz, save_npz  # noqa: F401 - WeightsError re-exported
+
 FORMAT = "tightsim-neural-sdf-1"
 HIDDEN = 64
 KINDS = {"axial": 2, "helical": 4, "thread": 4, "bore": 3}     # feature kind -> input width
 # r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]; bore: r0, rs, z0, zs, z_a, z_b, ends
 N_PARAMS = {"axial": 4, "helical": 6, "thread": 9, "bore": 7}
 _KIND_CODE = {"axial": 0, "helical": 1, "thread": 2, "bore": 3}
-
-
-class WeightsError(ValueError):
-    """A weight file that cannot be used (one line: file, field, what is wrong)."""
 
 
 def spec_digest(spec) -> str:
@@ -257,60 +255,29 @@ class NeuralSDF:
                 "W1": self.W1, "b1": self.b1, "W2": self.W2, "b2": self.b2, "W3": self.W3, "b3": self.b3}
 
     def save(self, path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as f:             # np.savez would add ".npz" to a name without it
-            np.savez(f, **self.arrays())
+        save_npz(path, self.arrays())
 
 
 def load(path, spec=None, part: str | None = None) -> NeuralSDF:
     """Read and check a weight file.  ``spec``/``part``: refuse weights trained for another
     part or another geometry.  Errors: :class:`WeightsError`, one line naming file and field."""
-    path = Path(path)
-    try:
-        z = np.load(path, allow_pickle=False)
-        data = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise WeightsError(f"{path}: no such weight file (train it: tightsim train sdf --part "
-                           f"{part or path.stem})") from None
-    except Exception as e:  # noqa: BLE001 - zip, header or array errors: all mean "corrupt"
-        raise WeightsError(f"{path}: not a readable .npz weight file ({type(e).__name__}: "
-                           f"{str(e).splitlines()[0] if str(e) else 'corrupt'})") from None
-
-    def field(name, kind=None, shape=None):
-        if name not in data:
-            raise WeightsError(f"{path}: field {name!r} is missing")
-        a = data[name]
-        if kind == "str":
-            if a.dtype.kind != "U" or a.shape != ():
-                raise WeightsError(f"{path}: field {name!r} must be a string, got {a.dtype} {a.shape}")
-            return str(a)
-        if a.dtype.kind not in "fi":
-            raise WeightsError(f"{path}: field {name!r} must be numeric, got {a.dtype}")
-        if shape is not None and a.shape != shape:
-            raise WeightsError(f"{path}: field {name!r} has shape {a.shape}, expected {shape}")
-        if not np.all(np.isfinite(a)):
-            raise WeightsError(f"{path}: field {name!r} holds NaN or infinite values")
-        return a
-
-    fmt = field("format", "str")
-    if fmt != FORMAT:
-        raise WeightsError(f"{path}: field 'format' is {fmt!r}, expected {FORMAT!r}")
-    name, kind = field("part", "str"), field("kind", "str")
+    f = read_npz(path, f"train it: tightsim train sdf --part {part or Path(path).stem}")
+    f.expect("format", FORMAT)
+    name, kind = f.str("part"), f.str("kind")
     if kind not in KINDS:
-        raise WeightsError(f"{path}: field 'kind' is {kind!r}, expected one of {sorted(KINDS)}")
+        raise f.error(f"field 'kind' is {kind!r}, expected one of {sorted(KINDS)}")
     if part is not None and name != part:
-        raise WeightsError(f"{path}: field 'part' is {name!r}, but these weights were asked for {part!r}")
-    digest = field("digest", "str")
+        raise f.error(f"field 'part' is {name!r}, but these weights were asked for {part!r}")
+    digest = f.str("digest")
     if spec is not None and digest != spec_digest(spec):
-        raise WeightsError(f"{path}: field 'digest' {digest} does not match the geometry of part "
-                           f"{name!r} ({spec_digest(spec)}): retrain with tightsim train sdf --part {name}")
+        raise f.error(f"field 'digest' {digest} does not match the geometry of part {name!r} "
+                      f"({spec_digest(spec)}): retrain with tightsim train sdf --part {name}")
     k = KINDS[kind]
-    return NeuralSDF(part=name, kind=kind, params=field("params", shape=(N_PARAMS[kind],)),
-                     scale=float(field("scale", shape=())), W1=field("W1", shape=(HIDDEN, k)),
-                     b1=field("b1", shape=(HIDDEN,)), W2=field("W2", shape=(HIDDEN, HIDDEN)),
-                     b2=field("b2", shape=(HIDDEN,)), W3=field("W3", shape=(1, HIDDEN)),
-                     b3=field("b3", shape=(1,)), bounds=tuple(field("bounds", shape=(3,))),
+    return NeuralSDF(part=name, kind=kind, params=f.array("params", (N_PARAMS[kind],)),
+                     scale=float(f.array("scale", ())), W1=f.array("W1", (HIDDEN, k)),
+                     b1=f.array("b1", (HIDDEN,)), W2=f.array("W2", (HIDDEN, HIDDEN)),
+                     b2=f.array("b2", (HIDDEN,)), W3=f.array("W3", (1, HIDDEN)),
+                     b3=f.array("b3", (1,)), bounds=tuple(f.array("bounds", (3,))),
                      digest=digest, source=str(path))
 
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import broadphase, clustering, detection, drive, pmi, solver_pgs, solver_sor
+from . import broadphase, clustering, cspace, detection, drive, pmi, solver_pgs, solver_sor
 from .model import Contacts, Inputs, Model, State
 
-STAGES = ("broadphase", "detection", "clustering", "solving", "integration")
+STAGES = ("broadphase", "detection", "clustering", "cspace", "solving", "integration")
 
 
 @dataclass
@@ -65,8 +65,11 @@ def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, 
     """The dynamics half of a step: drive, contact solving, PMI integration."""
     F0, B = drive.linearize(model, state, inp)
     warm = None
+    row = cspace.row_for(model, state) if model.contact.solver == "sor" else None
+    laps.lap("cspace")
     if model.contact.solver == "sor":
-        V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve(model, state, reps, F0, B, warm=state.warm)
+        V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve(model, state, reps, F0, B, warm=state.warm,
+                                                                  cspace=row)
         warm = (reps.x_w, forces_w, lamC)
     else:
         V_next, wrench, sweeps, forces_w = solver_pgs.solve(model, state, reps, F0, B)

@@ -73,6 +73,15 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         except WeightsError as e:
             raise config_mod.ConfigError(f"{src}: contact.detector = \"neural\": {e}") from None
     c = cfg["contact"]
+    cs = None
+    if c["solver"] == "sor" and c["cspace"] == "on":
+        from . import cspace
+        from .neural_sdf import WeightsError
+        pair = f"{cfg['parts']['static']}__{cfg['parts']['moving']}"
+        try:
+            cs = cspace.load(assets_dir() / "cspace" / f"{pair}.npz", digest=cspace.pair_digest(static, moving))
+        except WeightsError as e:
+            raise config_mod.ConfigError(f"{src}: contact.cspace = \"on\": {e}") from None
     dr = cfg["drive"]
     wps = cfg["waypoints"]
     model = Model(
@@ -92,7 +101,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         waypoints_p=np.array([w["position"] for w in wps]),
         waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
         node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
-        static_dims=static.dimensions(), moving_dims=moving.dimensions(),
+        static_dims=static.dimensions(), moving_dims=moving.dimensions(), cspace=cs,
     )
     st = cfg["start"]
     yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])

@@ -1,0 +1,121 @@
+"""The seed's contact solver against the PGS baseline, on the scenarios' own contact problems.
+
+    python bench/solver.py [--tasks peg_in_hole bolting]
+
+1. Per task, the headless scenario (neural detection, k-means M_c = 12, block SOR with the
+   C-space row) is run once and every step's solving problem is recorded: the
+   PMI system, the 12 clustered contacts, the C-space row.  Each problem is then solved again,
+   side by side in one run, by (a) PGS, (b) block SOR without and (c) with the C-space row,
+   timing the solving stage (Jacobians, Delassus blocks, sweeps) -- median and p99 ms,
+   sweeps used, and the constraint residuals of the SOR solutions.  The C-space stage
+   (network + SQP for N^C) is timed on the same steps.
+2. Each scenario is run headless with PGS and with the seed's solver (default config, same
+   everything else),
+   and the maximum penetration of the moving part's nodes by the exact SDF is printed for
+   both, with the task figure.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+
+import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
+import numpy as np  # noqa: E402
+
+from sim_core import cspace, drive, pipeline, pmi, scenario, solver_pgs, solver_sor  # noqa: E402
+
+TARGET_MS = 0.5
+
+
+def record(task: str):
+    """(model, problems): per step with contacts, (state, reps, F0, B); the model has its
+    C-space network loaded (the row is computed when timing)."""
+    _, _, cfg = scenario.load(task)
+    cfg = copy.deepcopy(cfg)
+    cfg["contact"]["cspace"] = "on"
+    model, state = scenario.build(cfg)
+    probs = []
+
+    def on_step(prev, inp, nxt, info):
+        if info.contacts is not None and len(info.contacts):
+            F0, B = drive.linearize(model, prev, inp)
+            probs.append((prev, info.contacts, F0, B))
+    scenario.simulate(model, state, cfg["scenario"]["duration"], on_step=on_step)
+    return model, probs
+
+
+def time_solvers(model, probs):
+    c = model.contact
+    out = {"pgs": [], "sor": [], "sor+C": [], "cspace": [], "sweeps": [], "sweeps+C": [], "res": []}
+    for st, reps, F0, B in probs:
+        t0 = time.perf_counter()
+        row = cspace.row_for(model, st)
+        out["cspace"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        solver_pgs.solve(model, st, reps, F0, B)
+        out["pgs"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        _, _, its, _, _ = solver_sor.solve(model, st, reps, F0, B, warm=st.warm)
+        out["sor"].append(time.perf_counter() - t0)
+        out["sweeps"].append(its)
+        t0 = time.perf_counter()
+        V, _, its, _, _ = solver_sor.solve(model, st, reps, F0, B, warm=st.warm, cspace=row)
+        out["sor+C"].append(time.perf_counter() - t0)
+        out["sweeps+C"].append(its)
+        # residuals of the SOR solution (without C-space: the N-space conditions)
+        A, b = pmi.system(model.mass, model.inertia_b, st.V, model.dt, F0, B)
+        A_inv = np.linalg.inv(A)
+        G, Cf = solver_pgs.contact_jacobians(reps.x_w, reps.n_w, st.p_w, st.R_wb)
+        bn = solver_sor.normal_targets(G, st.V, reps.d, model.dt, c.beta)
+        lam0, _ = solver_sor.warm_start(reps, Cf, st.warm)
+        lam, _, V, _, _, _ = solver_sor.sor(G, A_inv, A_inv @ b, bn, c.mu, c.sor_relaxation, c.sor_iterations,
+                                            c.sor_tolerance, lam0, np.zeros(6), 0.0, 0.0)
+        out["res"].append(solver_sor.residuals(G, A_inv, V, bn, c.mu, lam))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def penetration_runs(task: str):
+    rows = []
+    for solver in ("pgs", "sor"):
+        _, _, cfg = scenario.load(task)
+        cfg = copy.deepcopy(cfg)
+        cfg["contact"]["solver"] = solver
+        model, state = scenario.build(cfg)
+        res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+        s = scenario.summarize(res, state)
+        fig = (f"advance {s['advance_per_rev_m'] * 1e3:.4f} mm/rev" if "advance_per_rev_m" in s
+               else f"insertion {s['insertion_depth_m'] * 1e3:.2f} mm")
+        rows.append((solver, s.get("max_penetration_exact_sdf_m", s["max_penetration_m"]), fig))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", nargs="+", default=["peg_in_hole", "bolting"])
+    a = ap.parse_args(argv)
+    for task in a.tasks:
+        model, probs = record(task)
+        time_solvers(model, probs[:5])                      # compile
+        r = time_solvers(model, probs)
+        print(f"\n{task}: {len(probs)} steps with contacts (M_c = {model.contact.clusters}); solving stage, ms")
+        print(f"  {'solver':24s} {'median':>8s} {'p99':>8s} {'sweeps med':>10s} {'max':>5s}")
+        for k, label, sw in (("pgs", "PGS (baseline)", None), ("sor", "block SOR", "sweeps"),
+                             ("sor+C", "block SOR + C-space row", "sweeps+C"), ("cspace", "C-space stage (N^C)", None)):
+            v = r[k] * 1e3
+            extra = f" {np.median(r[sw]):10.0f} {r[sw].max():5d}" if sw else ""
+            print(f"  {label:24s} {np.median(v):8.3f} {np.percentile(v, 99):8.3f}{extra}")
+        print(f"  target: SOR + C-space <= {TARGET_MS} ms median -> {np.median(r['sor+C']) * 1e3:.3f} ms "
+              f"({'met' if np.median(r['sor+C']) * 1e3 <= TARGET_MS else 'NOT met'})")
+        res = r["res"]
+        print("  SOR residuals, median / max over steps: Signorini %.1e / %.1e m/s, complementarity "
+              "%.1e / %.1e W, cone %.1e / %.1e N, natural (dissipation) %.1e / %.1e N" % (
+                  np.median(res[:, 0]), res[:, 0].max(), np.median(res[:, 1]), res[:, 1].max(),
+                  np.median(res[:, 2]), res[:, 2].max(), np.median(res[:, 4]), res[:, 4].max()))
+        for solver, pen, fig in penetration_runs(task):
+            print(f"  scenario with {solver.upper():3s}: max penetration (exact SDF) {pen * 1e6:7.1f} um, {fig}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
