@@ -116,11 +116,7 @@ def load(path, digest: str | None = None, task: str | None = None) -> CSpaceNet:
     """Read and check a C-space weight file (one-line WeightsError naming file and field)."""
     f = read_npz(path, f"train it: tightsim train cspace --task {task or 'TASK'}, or set contact.cspace = \"off\"")
     f.expect("format", FORMAT)
-    name, kind = f.str("task"), f.str("kind")
-    if kind not in KINDS:
-        raise f.error(f"field 'kind' is {kind!r}, expected one of {sorted(KINDS)}")
-    if task is not None and name != task:
-        raise f.error(f"field 'task' is {name!r}, but these weights were asked for {task!r}")
+    name, kind = f.same("task", task, "task"), f.choice("kind", KINDS)
     dg = f.str("digest")
     if digest is not None and dg != digest:
         raise f.error(f"field 'digest' {dg} does not match the parts of this task ({digest}): "

@@ -263,11 +263,7 @@ def load(path, spec=None, part: str | None = None) -> NeuralSDF:
     part or another geometry.  Errors: :class:`WeightsError`, one line naming file and field."""
     f = read_npz(path, f"train it: tightsim train sdf --part {part or Path(path).stem}")
     f.expect("format", FORMAT)
-    name, kind = f.str("part"), f.str("kind")
-    if kind not in KINDS:
-        raise f.error(f"field 'kind' is {kind!r}, expected one of {sorted(KINDS)}")
-    if part is not None and name != part:
-        raise f.error(f"field 'part' is {name!r}, but these weights were asked for {part!r}")
+    name, kind = f.same("part", part, "part"), f.choice("kind", KINDS)
     digest = f.str("digest")
     if spec is not None and digest != spec_digest(spec):
         raise f.error(f"field 'digest' {digest} does not match the geometry of part {name!r} "

@@ -55,6 +55,22 @@ def contact_jacobians(x_w, n_w, p_w, R_wb):
 
 
 @njit(cache=True)
+def normal_targets(G, V_prev, d, T, beta):
+    """Signorini targets b_n per contact (velocity level): for a gap d >= 0 the pose moves
+    with the midpoint velocity, so allow the approach that closes the gap by the end of the
+    step, T (u_k + u_k+1)/2 = -d, and never demand a rebound (cap at 0); a penetration is
+    pushed out by the fraction beta per step."""
+    m = G.shape[0]
+    b = np.empty(m)
+    for i in range(m):
+        if d[i] >= 0.0:
+            b[i] = min(0.0, -2.0 * d[i] / T - G[i, 0] @ V_prev)
+        else:
+            b[i] = -beta * d[i] / T
+    return b
+
+
+@njit(cache=True)
 def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     """Projected Gauss-Seidel; returns (lambda (m,3), V+ (6,), sweeps used)."""
     m = G.shape[0]
@@ -68,15 +84,7 @@ def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     V = V_free.copy()
     for i in range(m):
         V += AG[i] @ lam[i]
-    b = np.empty(m)
-    for i in range(m):
-        if d[i] >= 0.0:
-            # speculative gap: the pose moves with the midpoint velocity, so allow the
-            # approach that closes the gap by the end of the step, T (u_k + u_k+1)/2 = -d,
-            # and never demand a rebound (cap at 0)
-            b[i] = min(0.0, -2.0 * d[i] / T - G[i, 0] @ V_prev)
-        else:
-            b[i] = -beta * d[i] / T
+    b = normal_targets(G, V_prev, d, T, beta)
     sweeps = 0
     for it in range(iterations):
         sweeps = it + 1

@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from . import pmi
-from .solver_pgs import contact_jacobians, contact_wrench
+from .solver_pgs import contact_jacobians, contact_wrench, normal_targets  # noqa: F401 - re-exported
 
 OPEN, STICK, SLIP = 0, 1, 2
 N_COARSE = 24          # angles sampled to bracket the most dissipative slip direction
@@ -195,21 +195,6 @@ def _root_near(W, uf, s, mu, phi0):
             if tc[6] and tc[5] <= 0.0:
                 return c
     return -100.0
-
-
-@njit(cache=True)
-def normal_targets(G, V_prev, d, T, beta):
-    """Signorini targets b_n per contact, as in ``solver_pgs.pgs``: a gap may close by the end
-    of the step (the pose moves with the midpoint velocity) without a rebound; a penetration
-    is pushed out by the fraction beta per step."""
-    m = G.shape[0]
-    b = np.empty(m)
-    for i in range(m):
-        if d[i] >= 0.0:
-            b[i] = min(0.0, -2.0 * d[i] / T - G[i, 0] @ V_prev)
-        else:
-            b[i] = -beta * d[i] / T
-    return b
 
 
 @njit(cache=True)

@@ -53,6 +53,19 @@ class Fields:
             raise self.error(f"field {name!r} holds NaN or infinite values")
         return a
 
+    def choice(self, name: str, allowed) -> str:
+        got = self.str(name)
+        if got not in allowed:
+            raise self.error(f"field {name!r} is {got!r}, expected one of {sorted(allowed)}")
+        return got
+
+    def same(self, name: str, asked: str | None, what: str) -> str:
+        """A string field that must equal what the caller asked for (when it asks)."""
+        got = self.str(name)
+        if asked is not None and got != asked:
+            raise self.error(f"field {name!r} is {got!r}, but these weights were asked for {what} {asked!r}")
+        return got
+
     def expect(self, name: str, value: str) -> str:
         got = self.str(name)
         if got != value:
