@@ -1,0 +1,1 @@
+"""The robot arm: the Franka Emika Panda model (``panda``) and its dynamics."""
