@@ -169,3 +169,22 @@ def test_torque_and_joint_limits_hold_for_an_unreachable_set_pose():
     assert worst_tau <= 1.0 + 1e-12
     assert worst_v <= 1.0 + 2e-3                # the energy projection scales by O(T^2) < 2e-3
     assert worst_lim < 0.02                     # at most T qd_max / 2 = 13 mrad past a limit
+
+
+def test_bad_robot_files_give_one_line_errors(tmp_path):
+    from sim_core.robot.arm import RobotFileError
+    cases = {"missing.urdf": None, "junk.urdf": "<robot name='x'><link", "short.urdf":
+             panda.urdf_text(False).replace('<joint name="joint7"', '<joint name="jointX"')}
+    for name, text in cases.items():
+        path = tmp_path / name
+        if text is not None:
+            path.write_text(text)
+        with pytest.raises(RobotFileError) as e:
+            Arm(urdf=path)
+        assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_shipped_urdf_is_the_one_the_model_describes():
+    from sim_core.paths import assets_dir
+    for name, joint in (("panda", False), ("panda_gripper", True)):
+        assert (assets_dir() / "robots" / f"{name}.urdf").read_text() == panda.urdf_text(joint)

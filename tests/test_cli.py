@@ -23,8 +23,8 @@ def test_help_everywhere(args):
 
 
 def _hashes(folder: Path) -> dict:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((folder / "parts").iterdir())}
+    return {f"{sub}/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
+            for sub in ("parts", "robots") for p in sorted((folder / sub).iterdir())}
 
 
 def test_assets_build_twice_identical_and_matches_shipped(tmp_path):
@@ -32,7 +32,7 @@ def test_assets_build_twice_identical_and_matches_shipped(tmp_path):
     assert _cli("assets", "build", "--out", str(a)).returncode == 0
     assert _cli("assets", "build", "--out", str(b)).returncode == 0
     ha, hb = _hashes(a), _hashes(b)
-    assert ha == hb and len(ha) == 25            # 24 parts + manifest
+    assert ha == hb and len(ha) == 27            # 24 parts + manifest + 2 arm URDFs
     shipped = _hashes(ROOT / "assets")
     stale = sorted(k for k in ha if shipped.get(k) != ha[k])
     assert not stale, f"assets/ is out of date, run `tightsim assets build`: {stale}"

@@ -113,7 +113,22 @@ def build_assets(out_dir: Path, target_triangles: int = 5000, parts: dict | None
     manifest = {"format": MANIFEST_FORMAT, "units": "m", "target_triangles": int(target_triangles),
                 "parts": entries}
     _write_atomic(pdir / "manifest.json", manifest_text(manifest).encode("utf-8"))
+    write_robots(out_dir)
     return manifest
+
+
+def write_robots(out_dir: Path) -> list[Path]:
+    """The arm's descriptions, ``<out_dir>/robots/panda.urdf`` (7 joints, peg-in-hole) and
+    ``panda_gripper.urdf`` (8, with the infinite-turn gripper; bolting)."""
+    from ..robot import panda
+    rdir = Path(out_dir) / "robots"
+    rdir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, joint in (("panda", False), ("panda_gripper", True)):
+        path = rdir / f"{name}.urdf"
+        _write_atomic(path, panda.urdf_text(joint).encode("utf-8"))
+        out.append(path)
+    return out
 
 
 # --------------------------------------------------------------------------- reading

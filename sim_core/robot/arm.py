@@ -27,13 +27,48 @@ import numpy as np
 from . import panda
 
 
+class RobotFileError(ValueError):
+    """A robot description that cannot be used (one line: file and what is wrong)."""
+
+
+def load_model(gripper_joint: bool, urdf=None):
+    """The Pinocchio model of the arm from its URDF, checked for the joints the simulation
+    needs."""
+    import pinocchio as pin
+    from pathlib import Path
+
+    from ..paths import assets_dir
+    name = "panda_gripper" if gripper_joint else "panda"
+    path = Path(urdf) if urdf is not None else assets_dir() / "robots" / f"{name}.urdf"
+    if path.exists():
+        text = path.read_text()
+    elif urdf is None:
+        text, path = panda.urdf_text(gripper_joint), Path(f"<generated {name}.urdf>")
+    else:
+        raise RobotFileError(f"{path}: no such robot description")
+    try:
+        model = pin.buildModelFromXML(text)
+    except Exception as e:  # noqa: BLE001 - the parser's errors are many kinds
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RobotFileError(f"{path}: not a readable URDF ({msg})") from None
+    want = [f"joint{i}" for i in range(1, 8)] + (["gripper_joint"] if gripper_joint else [])
+    have = [model.names[i] for i in range(1, model.njoints)]
+    if have != want:
+        raise RobotFileError(f"{path}: joints {have}, expected {want}")
+    if not model.existFrame("tcp"):
+        raise RobotFileError(f"{path}: no frame 'tcp' (the grasp point)")
+    return model
+
+
 class Arm:
     """One Panda, 7 joints, or 8 with the infinite-turn gripper (bolting)."""
 
-    def __init__(self, gripper_joint: bool = False, base_R=None, base_p=None):
+    def __init__(self, gripper_joint: bool = False, base_R=None, base_p=None, urdf=None):
+        """`urdf`: a URDF file (default: the shipped assets/robots/panda[_gripper].urdf, or the
+        same text generated in memory when the file is absent)."""
         import pinocchio as pin
         self.pin = pin
-        self.model = pin.buildModelFromXML(panda.urdf_text(gripper_joint))
+        self.model = load_model(gripper_joint, urdf)
         self.model.gravity.linear[:] = 0.0                  # the seed ignores gravity
         self.data = self.model.createData()
         self.tcp = self.model.getFrameId("tcp")
