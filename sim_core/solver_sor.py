@@ -299,6 +299,12 @@ def solve(model, state, reps, F0: np.ndarray, B: np.ndarray, warm=None, cspace=N
     Returns (V+ (6,), contact wrench (6,), iterations, forces at the contacts in world axes
     (m,3), lambda^C)."""
     A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
+    return solve_system(model, state, reps, A, b, warm, cspace)
+
+
+def solve_system(model, state, reps, A: np.ndarray, b: np.ndarray, warm=None, cspace=None):
+    """``solve`` for a given linear system  A V+ = b + contact terms  of the part (the part
+    alone, or with the arm folded in: ``sim_core.complete``)."""
     A_inv = np.linalg.inv(A)
     V_free = A_inv @ b
     c = model.contact

@@ -188,3 +188,27 @@ def test_the_shipped_urdf_is_the_one_the_model_describes():
     from sim_core.paths import assets_dir
     for name, joint in (("panda", False), ("panda_gripper", True)):
         assert (assets_dir() / "robots" / f"{name}.urdf").read_text() == panda.urdf_text(joint)
+
+
+def test_infinite_turn_gripper_turns_the_tool_while_the_wrist_holds_still():
+    """Bolting: five turns of the tool about its axis at one per second come from the gripper
+    joint alone; the tool point stays put and joints 1-7 keep their angles."""
+    from sim_core.math3d import rot_axis_angle
+    arm = Arm(gripper_joint=True, base_p=np.array([-0.45, 0.0, -0.2]))
+    R0, p0 = rot_axis_angle([1, 0, 0], np.pi), np.array([0.0, 0.0, 0.15])
+    q = arm.solve_ik(R0, p0, Q0 + [0.0])
+    a0 = arm.angles(q)
+    v = np.zeros(8)
+    gains = control.AdmittanceGains()
+    w = -2 * np.pi
+    turned, prev = 0.0, a0[7]
+    for k in range(500):
+        R_set = rot_axis_angle([0, 0, 1], w * (k + 1) * 0.01) @ R0
+        q, v, _ = control.step(arm, q, v, 0.01, R_set, p0, np.array([0, 0, 0, 0, 0, w]), gains)
+        a = arm.angles(q)
+        turned += math.remainder(a[7] - prev, 2 * np.pi)
+        prev = a[7]
+    R, p = arm.tcp_pose(q)
+    assert abs(turned - 5 * 2 * np.pi) < 0.1                     # five turns, within 6 deg
+    assert np.abs(p - p0).max() < 1e-4
+    assert np.abs(arm.angles(q)[:7] - a0[:7]).max() < 0.01

@@ -72,6 +72,8 @@ class Arm:
         self.model.gravity.linear[:] = 0.0                  # the seed ignores gravity
         self.data = self.model.createData()
         self.tcp = self.model.getFrameId("tcp")
+        self.flange = self.model.getFrameId("flange")
+        self.flange_home = None       # the wrist's held orientation (set by the controller)
         self.nv = self.model.nv
         self.gripper_joint = gripper_joint
         self.base_R = np.eye(3) if base_R is None else np.asarray(base_R, float)
@@ -110,17 +112,18 @@ class Arm:
     def energy(self, q, v) -> float:
         return 0.5 * float(v @ self.mass(q) @ v)
 
-    def tcp_pose(self, q) -> tuple[np.ndarray, np.ndarray]:
-        """(R_w, p_w) of the tool centre point."""
+    def tcp_pose(self, q, frame=None) -> tuple[np.ndarray, np.ndarray]:
+        """(R_w, p_w) of the tool centre point (or of another frame id)."""
         pin = self.pin
         pin.framesForwardKinematics(self.model, self.data, q)
-        X = self.data.oMf[self.tcp]
+        X = self.data.oMf[self.tcp if frame is None else frame]
         return self.base_R @ X.rotation, self.base_R @ X.translation + self.base_p
 
-    def tcp_jacobian(self, q) -> np.ndarray:
-        """J (6, nv): [v_tcp; w] in world axes = J qd."""
+    def tcp_jacobian(self, q, frame=None) -> np.ndarray:
+        """J (6, nv): [v; w] of the tool centre point (or another frame id) in world axes."""
         pin = self.pin
-        J = pin.computeFrameJacobian(self.model, self.data, q, self.tcp, pin.LOCAL_WORLD_ALIGNED)
+        J = pin.computeFrameJacobian(self.model, self.data, q, self.tcp if frame is None else frame,
+                                     pin.LOCAL_WORLD_ALIGNED)
         out = np.empty_like(J)
         out[:3] = self.base_R @ J[:3]
         out[3:] = self.base_R @ J[3:]
@@ -152,3 +155,20 @@ class Arm:
         if passive:
             v1 = self.project_energy(q1, v1, self.energy(q, v) + T * float(tau @ (0.5 * (v + v1))))
         return q1, v1
+
+    def solve_ik(self, R, p, angles0, iterations: int = 300, tol: float = 1e-12):
+        """Joint configuration (pinocchio q) with the tool at (R, p), by damped least squares
+        from `angles0`; raises ValueError if it does not converge."""
+        from .control import pose_error
+        q = self.q_from_angles(angles0)
+        e = np.zeros(6)
+        for _ in range(iterations):
+            Rt, pt = self.tcp_pose(q)
+            e = pose_error(Rt, pt, R, p)
+            if float(e @ e) < tol:
+                return q
+            J = self.tcp_jacobian(q)
+            dq = J.T @ np.linalg.solve(J @ J.T + 1e-6 * np.eye(6), e)
+            q = self.integrate(q, dq)
+        raise ValueError(f"arm: no joint configuration puts the tool at {np.round(p, 4)} "
+                         f"(error {np.linalg.norm(e):.2e} after {iterations} iterations)")

@@ -19,6 +19,7 @@ Limits, as an active set over a few solves:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,8 @@ class AdmittanceGains:
     null_damping: float = 0.5        # N m s/rad on every joint (keeps the redundancy quiet)
     max_error: tuple = (0.05, 0.3)   # m, rad: the spring sees at most this pose error, so a far
                                      # set pose pulls with K * 5 cm, not with K * distance
+    gripper_K: float = 20.0          # N m/rad, the infinite-turn gripper's joint spring
+    gripper_D: float = 0.3           # N m s/rad
 
 
 def pose_error(R, p, R_set, p_set) -> np.ndarray:
@@ -41,24 +44,62 @@ def pose_error(R, p, R_set, p_set) -> np.ndarray:
 
 
 def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains):
-    """(tau0, B) of the controller torque tau0 - B qd_k+1."""
-    R, p = arm.tcp_pose(q)
-    J = arm.tcp_jacobian(q)
+    """(tau0, B) of the controller torque tau0 - B qd_k+1 toward the tool set pose.
+
+    With the infinite-turn gripper (bolting) the Cartesian spring-damper holds the *flange*
+    -- the tool's pose with the turn about the tool axis taken out, at the flange's own
+    angle about that axis -- and the gripper joint alone follows the turn, by a joint
+    spring-damper (``gripper_K``, ``gripper_D``) toward the set angle: the wrist keeps its
+    range and the gripper turns without end."""
+    if not arm.gripper_joint:
+        return _cartesian(arm, q, v, T, R_set, p_set, V_set, gains, None)
+    from . import panda
+    if arm.flange_home is None:
+        arm.flange_home = arm.tcp_pose(q, arm.flange)[0]
+    z = R_set[:, 2]
+    # the flange's set pose: the tool set pose turned back about the tool axis to the flange's
+    # home angle about it (so the wrist holds still while the gripper turns)
+    Rrel = arm.flange_home.T @ R_set
+    theta = math.atan2(Rrel[1, 0] - Rrel[0, 1], Rrel[0, 0] + Rrel[1, 1])
+    c, s = math.cos(theta), math.sin(theta)
+    R_fs = R_set @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])    # R_set Rz(-theta)
+    p_fs = p_set - z * panda.TCP_D
+    w_set = V_set[3:]
+    V_fs = np.concatenate([V_set[:3] - np.cross(w_set, z * panda.TCP_D), w_set - z * float(z @ w_set)])
+    tau0, B = _cartesian(arm, q, v, T, R_fs, p_fs, V_fs, gains, arm.flange)
+    # the gripper joint: spring-damper (midpoint form) on the tool's own turn error
+    g = arm.nv - 1
+    R_t, _ = arm.tcp_pose(q)
+    Re = R_t.T @ R_set
+    err = math.atan2(Re[1, 0] - Re[0, 1], Re[0, 0] + Re[1, 1])
+    Gg = gains.gripper_K * T / 2 + gains.gripper_D
+    tau0[g] += gains.gripper_K * err + Gg * float(z @ w_set) - 0.5 * Gg * v[g]
+    B[g, g] += 0.5 * Gg
+    return tau0, B
+
+
+def _cartesian(arm, q, v, T, R_set, p_set, V_set, gains, frame):
+    R, p = arm.tcp_pose(q, frame)
+    J = arm.tcp_jacobian(q, frame)
     e = pose_error(R, p, R_set, p_set)
     for sl, cap in ((slice(0, 3), gains.max_error[0]), (slice(3, 6), gains.max_error[1])):
         n = float(np.linalg.norm(e[sl]))
         if n > cap:
             e[sl] *= cap / n
     G = gains.K * T / 2 + gains.D                              # (6,)
-    Bc = 0.5 * (J.T @ (G[:, None] * J)) + 0.5 * gains.null_damping * np.eye(arm.nv)
+    dn = np.full(arm.nv, gains.null_damping)
+    if arm.gripper_joint:
+        dn[-1] = 0.0                 # the gripper turns freely; its own servo damps it
+    Bc = 0.5 * (J.T @ (G[:, None] * J)) + 0.5 * np.diag(dn)
     tau0 = J.T @ (gains.K * e + G * V_set) - Bc @ v
     return tau0, Bc
 
 
-def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8):
+def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8, active=None):
     """qd+ from  A qd+ = b + (tau0 - B qd+) (+ extra)  with the torque and joint-range limits
     (module docstring).  A, b: the arm's PMI system without the controller.
-    Returns (qd+, commanded motor torque)."""
+    Returns (qd+, commanded motor torque); with ``active`` (a dict), also fills it with the
+    active set: fixed (bool), v_fix, sat (bool), tau_sat."""
     n = A.shape[0]
     rhs0 = b + (np.zeros(n) if extra is None else extra)
     sat, fixed = np.zeros(n, bool), np.zeros(n, bool)
@@ -89,6 +130,8 @@ def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8):
         sat |= new_sat
         tau_sat = np.where(sat, np.clip(tau, -arm.tau_max, arm.tau_max), 0.0)
     tau = np.where(fixed, np.clip(tau0 - B @ v1, -arm.tau_max, arm.tau_max), tau)
+    if active is not None:
+        active.update(fixed=fixed, v_fix=v_fix, sat=sat, tau_sat=tau_sat)
     return v1, tau
 
 

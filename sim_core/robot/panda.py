@@ -47,7 +47,7 @@ LINKS = [
 # the gripper body (the seed's infinite-turn gripper, a 0.73 kg hand-sized cylinder of
 # radius 45 mm and 100 mm along z, centre 50 mm past the flange) and its joint's limits
 GRIPPER = (0.73, (0.0, 0.0, 0.05), (0.0024, 0.0024, 0.00074, 0.0, 0.0, 0.0))
-GRIPPER_V_MAX, GRIPPER_TAU_MAX = 2.61, 12.0
+GRIPPER_V_MAX, GRIPPER_TAU_MAX = 9.6, 7.5        # rad/s, N m: an X5-1-class actuator (90 rpm)
 TCP_D = 0.10                                       # m, flange to the grasp point along z
 
 
