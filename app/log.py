@@ -229,6 +229,14 @@ def replay(log: Log, verify: bool = False):
 
         def advance(st, inp):
             return session_step(model, st, inp)[0]
+    elif model.arm is not None:
+        # the batch run with the arm: the arm starts holding the part (scenario.simulate)
+        from sim_core import complete
+        full = [complete.start(model.arm, state)]
+
+        def advance(st, inp):
+            full[0], _ = complete.step(model, model.arm, full[0], inp)
+            return full[0].part
     else:
         def advance(st, inp):
             return pipeline.step(model, st, inp)[0]

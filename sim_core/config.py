@@ -78,6 +78,18 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "pgs_tolerance": Field("float", 1e-10, gt=0.0, unit="N",
                                doc="stop when no force changes by more than this"),
     },
+    "arm": {
+        "robot": Field("enum", "panda", choices=("panda", "off"),
+                       doc="the Panda holds the part and its tool follows the set pose by admittance "
+                           "control (gains: [drive]); off: the spring-damper drive acts on the part"),
+        "base_position": Field("vec3", (-0.45, 0.0, -0.2), unit="m", doc="the arm's base (world)"),
+        "grasp_offset": Field("float", 0.03, unit="m",
+                              doc="tool point from the part's centre along its axis (the tool points down it)"),
+        "coupling_stiffness": Field("vec2", (1e5, 200.0), lo=0.0, unit="N/m, N m/rad",
+                                    doc="grasp: stiff potential between tool and part (linear, angular)"),
+        "coupling_damping": Field("vec2", (300.0, 0.5), lo=0.0, unit="N s/m, N m s/rad",
+                                  doc="grasp damping (linear, angular)"),
+    },
     "drive": {
         "stiffness_linear": Field("vec3", unit="N/m", lo=0.0, doc="spring to the set position (world x y z)"),
         "damping_linear": Field("vec3", unit="N s/m", lo=0.0, doc="damper to the set velocity"),

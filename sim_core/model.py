@@ -52,6 +52,7 @@ class Model:
     sdf_exact: object = None  # the exact SDF, to report true penetration when `sdf` is neural
     inner_radius_s: float = 0.0  # m, the static part has no material inside this radius
     cspace: object = None     # cspace.CSpaceNet of the part pair (None: no C-space constraint)
+    arm: object = None        # complete.ArmSetup: the Panda holding the part (None: the drive)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -103,6 +103,9 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
         static_dims=static.dimensions(), moving_dims=moving.dimensions(), cspace=cs,
     )
+    if cfg["arm"]["robot"] == "panda":
+        from .complete import make_setup
+        model = replace(model, arm=make_setup(cfg, model))
     st = cfg["start"]
     yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
     state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))
@@ -157,6 +160,7 @@ class RunResult:
     mean_pen: list = field(default_factory=list)       # m per step (0 when no penetration)
     force: list = field(default_factory=list)          # N, |contact force| per step
     exact_max_pen: list = field(default_factory=list)  # m per step, by the exact SDF (neural runs)
+    arm_q: list = field(default_factory=list)          # the arm's configuration after each step
     wall: float = 0.0
     final: State | None = None
 
@@ -176,19 +180,28 @@ def simulate(model: Model, state: State, duration: float, on_step=None) -> RunRe
     n = int(round(duration / model.dt))
     axis_w = model.R_ws[:, 2]
     rot = 0.0
+    full = None
+    if model.arm is not None:
+        from . import complete
+        full = complete.start(model.arm, state)
     w0 = time.perf_counter()
     for _ in range(n):
         inp = inputs_at(model, state.t)
         t0 = time.perf_counter()
         prev = state
-        nxt, info = pipeline.step(model, state, inp)
+        if full is not None:
+            full, finfo = complete.step(model, model.arm, full, inp)
+            nxt, info = full.part, finfo.step
+            res.arm_q.append(full.q.copy())
+        else:
+            nxt, info = pipeline.step(model, state, inp)
         res.step_times.append(time.perf_counter() - t0)
         # rotation about the static axis, integrated with the midpoint angular velocity
         w_mid_w = 0.5 * (state.R_wb @ state.V[3:] + nxt.R_wb @ nxt.V[3:])
         rot += model.dt * float(w_mid_w @ axis_w)
         state = nxt
-        for s, v in info.times.items():
-            res.stage_times[s].append(v)
+        for s in pipeline.STAGES:
+            res.stage_times[s].append(info.times.get(s, 0.0))
         res.t.append(state.t)
         res.p_w.append(state.p_w.copy())
         res.rot_axis.append(rot)

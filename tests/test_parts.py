@@ -330,7 +330,8 @@ def test_build_is_byte_identical(built):
     a, man_a, b, man_b = built
     da, db = _digests(a), _digests(b)
     assert da == db
-    assert set(da) == {f"parts/{n}.ply" for n in NAMES} | {"parts/manifest.json"}
+    assert set(da) == ({f"parts/{n}.ply" for n in NAMES} | {"parts/manifest.json"}
+                       | {"robots/panda.urdf", "robots/panda_gripper.urdf"})
     assert man_a == man_b
 
 
