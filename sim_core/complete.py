@@ -152,6 +152,7 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     X = np.linalg.solve(S_ff, np.column_stack([JHG_f, r_f]))
     A_eff = A_p - JHG_f.T @ X[:, :-1]
     b_eff = b_p + JHG[F].T @ v_fix[F] + JHG_f.T @ X[:, -1]
+    laps.lap("arm")
     # --- contact solving on the part, with the arm folded in ------------------------------
     if model.contact.solver == "sor":
         V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve_system(model, part, reps, A_eff, b_eff,
@@ -174,7 +175,6 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     qd_next = v_fix.copy()
     qd_next[f] = X[:, -1] + X[:, :-1] @ V_next
     tau_cmd = np.where(sat, act["tau_sat"], tau0 - B @ qd_next)
-    laps.lap("arm")
     # --- integration -----------------------------------------------------------------------
     p_next, R_next = pmi.advance(part.p_w, part.R_wb, part.V, V_next, T)
     q_next = arm.advance(st.q, st.qd, qd_next, T)

@@ -15,7 +15,7 @@ import numpy as np
 from . import broadphase, clustering, cspace, detection, drive, pmi, solver_pgs, solver_sor
 from .model import Contacts, Inputs, Model, State
 
-STAGES = ("broadphase", "detection", "clustering", "cspace", "solving", "arm", "integration")
+STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
 
 
 @dataclass
