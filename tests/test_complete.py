@@ -1,0 +1,67 @@
+"""The complete simulation: the Panda holds the part in both default scenarios, within its
+limits, and the grasp holds; the drive stays selectable."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pinocchio")
+
+from sim_core import complete, scenario  # noqa: E402
+
+GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of contact stretch it 0.3 mm
+
+
+@pytest.fixture(scope="module")
+def runs():
+    out = {}
+    for name in ("peg_in_hole", "bolting"):
+        model, state, cfg = scenario.load(name)
+        grasp = []
+        full = complete.start(model.arm, state)
+        a0 = model.arm.arm.angles(full.q)
+        prev, turned, wrist = a0, 0.0, 0.0
+        for _ in range(int(round(cfg["scenario"]["duration"] / model.dt))):
+            full, info = complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
+            grasp.append(info.grasp_error)
+            a = model.arm.arm.angles(full.q)
+            if name == "bolting":
+                turned += float(np.remainder(a[7] - prev[7] + np.pi, 2 * np.pi) - np.pi)
+                wrist = max(wrist, abs(a[6] - a0[6]))
+            prev = a
+            assert np.all(a >= model.arm.arm.q_min - 0.02) and np.all(a <= model.arm.arm.q_max + 0.02)
+            assert np.all(np.abs(info.tau) <= model.arm.arm.tau_max + 1e-9)
+        out[name] = (model, full, np.array(grasp), turned, wrist)
+    return out
+
+
+def test_default_scenarios_hold_the_part_with_the_arm(runs):
+    for name, (model, full, grasp, _, _) in runs.items():
+        assert model.arm is not None and model.arm.arm.nv == (8 if name == "bolting" else 7)
+        assert grasp.max() < GRASP_TOL, (name, grasp.max())
+
+
+def test_the_arm_run_is_the_scenario_run():
+    """scenario.simulate steps the same complete simulation (same numbers, bit for bit)."""
+    model, state, _ = scenario.load("peg_in_hole")
+    res = scenario.simulate(model, state, 0.3)
+    full = complete.start(model.arm, state)
+    for _ in range(30):
+        full, _ = complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
+    assert np.array_equal(res.final.p_w, full.part.p_w)
+
+
+def test_gripper_turns_the_nut_five_times_while_the_wrist_holds(runs):
+    model, full, _, turned, wrist = runs["bolting"]
+    assert abs(turned / (2 * np.pi) - 5.0) < 0.05, turned / (2 * np.pi)   # the waypoints' five turns
+    assert wrist < 0.05                        # rad: joint 7 did not do the turning
+    assert abs(full.part.R_wb[2, 2] - 1.0) < 1e-3      # the nut stays upright on the bolt
+
+
+def test_the_drive_stays_selectable():
+    _, _, cfg = scenario.load("bolting")
+    cfg["arm"]["robot"] = "off"
+    model, state = scenario.build(cfg, "bolting (drive)")
+    assert model.arm is None
+    res = scenario.simulate(model, state, 0.2)
+    assert np.all(np.isfinite(res.final.p_w))
