@@ -67,3 +67,13 @@ def bolting_snapshot(t: float = 2.1, with_arm: bool = False) -> Snapshot:
                            ("nut_M48x5", p_nut, R_nut, NUT_RGBA)],
                     ghost=("nut_M48x5", ghost_p, ghost_R), arm=arm,
                     contacts=contacts, forces=forces, hud=hud)
+
+
+def complete_snapshot(model, full, static: str, moving: str) -> Snapshot:
+    """A frame of the complete simulation (``sim_core.complete``): the static and the moving
+    part (mesh names) and the arm's solids (``sim_core.robot.visual``)."""
+    from sim_core.robot.visual import arm_solids
+    p_mesh = full.part.p_w - full.part.R_wb @ model.com_part       # the mesh frame's origin
+    return Snapshot(t=full.part.t,
+                    parts=[(static, model.p_ws, model.R_ws, BOLT_RGBA), (moving, p_mesh, full.part.R_wb, NUT_RGBA)],
+                    arm=arm_solids(model.arm.arm, full.q))

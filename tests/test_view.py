@@ -310,3 +310,28 @@ def test_direct_window_frame_matches_the_offscreen_frame(frame, window, gl):
         shown = v.screenshot()
     differ = (np.abs(shown.astype(int) - img.astype(int)).max(axis=2) > 1).mean()
     assert differ <= DIRECT_MAX_DIFFERING, f"{differ:.2%} of the direct frame's pixels differ"
+
+
+def test_complete_simulation_frame_draws_the_arm(gl):
+    """A frame of the complete peg-in-hole simulation: the Panda's links are drawn where its
+    kinematics put them (the elbow's pixels are the links' white, not the background)."""
+    pytest.importorskip("pinocchio")
+    view_mod, scene = gl
+    from sim_core import complete, scenario
+    model, state, _ = scenario.load("peg_in_hole")
+    full = complete.start(model.arm, state)
+    snap = scene.complete_snapshot(model, full, "hole", "peg")
+    window = view_mod.View(W, H, visible=False)
+    window.auto_fit = False
+    window.camera.fit(np.array([-0.2, 0.0, 0.3]), 0.6)
+    window.draw(snap)
+    img = window.screenshot()
+    window.close()
+    arm = model.arm.arm
+    arm.pin.framesForwardKinematics(arm.model, arm.data, full.q)
+    elbow = arm.base_R @ arm.data.oMi[4].translation + arm.base_p
+    px = _patch(img, window.camera.project(elbow), half=2)
+    assert np.abs(px - _bg(window)).max(axis=1).mean() > 30                   # something drawn
+    assert px.min(axis=1).mean() > 120 and (px.max(axis=1) - px.min(axis=1)).mean() < 40   # greyish white
+    solids = snap.arm
+    assert sum(s[0] == "capsule" for s in solids) >= 5 and solids[-1][0] == "box"
