@@ -162,6 +162,21 @@ def cmd_train_cspace(a) -> int:
     return 0
 
 
+def cmd_data_reference(a) -> int:
+    from sim_core import reference_data
+    from sim_core.train_sdf import _Progress
+    tasks = ["peg_in_hole", "bolting"] if a.task == "all" else [a.task]
+    out = Path(a.out)
+    for task in tasks:
+        bar = None if a.quiet else _Progress(a.steps, f"reference {task}")
+        s = reference_data.generate(task, out / f"{task}_reference.mcap", a.steps, seed=a.seed, progress=bar)
+        if bar:
+            bar(a.steps)
+            print(file=sys.stderr)
+        print(f"{task:12s} {s['samples']} samples in {s['episodes']} episodes, {s['seconds']:.0f} s -> {s['file']}")
+    return 0
+
+
 def cmd_replay(a) -> int:
     from app.log import read_log, replay
     log = read_log(a.log)
@@ -226,6 +241,16 @@ def parser() -> argparse.ArgumentParser:
     tc.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/cspace)")
     tc.add_argument("--quiet", action="store_true", help="no progress bar")
     tc.set_defaults(fn=cmd_train_cspace)
+    dp = sub.add_parser("data", help="training data for the contact clustering")
+    dsub = dp.add_subparsers(dest="data_cmd", required=True)
+    dr = dsub.add_parser("reference", help="wrench data from high-fidelity simulation (every node, exact "
+                         "SDF, T = 1 ms), seeded human-like motions")
+    dr.add_argument("--task", required=True, help="peg_in_hole, bolting or 'all'")
+    dr.add_argument("--steps", type=int, default=100_000, help="samples per task (default 100000)")
+    dr.add_argument("--seed", type=int, default=0)
+    dr.add_argument("--out", default="data", metavar="DIR", help="output folder (default: data/)")
+    dr.add_argument("--quiet", action="store_true", help="no progress bar")
+    dr.set_defaults(fn=cmd_data_reference)
     rp = sub.add_parser("replay", help="re-run the physics from a log's inputs")
     rp.add_argument("log", help="MCAP log written by tightsim run --log")
     rp.add_argument("--verify", action="store_true", help="compare with the logged trajectory (exit 1 on mismatch)")

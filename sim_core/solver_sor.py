@@ -335,9 +335,15 @@ def warm_start(reps, Cf: np.ndarray, warm) -> tuple[np.ndarray, float]:
         return lam0, 0.0
     x_prev, f_prev, lamC = warm
     if m and len(x_prev):
-        d2 = ((reps.x_w[:, None, :] - x_prev[None, :, :]) ** 2).sum(-1)
-        j = d2.argmin(1)
-        near = d2[np.arange(m), j] < WARM_RADIUS ** 2
+        if m * len(x_prev) <= 4096:             # a few clusters: all pairs
+            d2 = ((reps.x_w[:, None, :] - x_prev[None, :, :]) ** 2).sum(-1)
+            j = d2.argmin(1)
+            near = d2[np.arange(m), j] < WARM_RADIUS ** 2
+        else:                                   # every contact node (reference runs): a k-d tree
+            from scipy.spatial import cKDTree
+            dist, j = cKDTree(x_prev).query(reps.x_w, distance_upper_bound=WARM_RADIUS)
+            near = np.isfinite(dist)
+            j = np.where(near, j, 0)
         lam0[near] = np.einsum("mji,mj->mi", Cf[near], f_prev[j[near]])
         lam0[:, 0] = np.maximum(lam0[:, 0], 0.0)
     return lam0, float(lamC)
