@@ -177,6 +177,24 @@ def cmd_data_reference(a) -> int:
     return 0
 
 
+def cmd_train_clustering(a) -> int:
+    from sim_core import train_clustering
+    from sim_core.paths import assets_dir
+    try:
+        import cma  # noqa: F401 - only training needs it
+    except ImportError:
+        print("tightsim: train clustering needs cma: pip install -e \".[train]\"", file=sys.stderr)
+        return 2
+    data = Path(a.data) if a.data else Path("data") / f"{a.task}_reference.mcap"
+    out = Path(a.out) if a.out else assets_dir() / "clustering" / a.task
+    s = train_clustering.ClusteringSettings(generations=a.generations, popsize=a.popsize, batch=a.batch,
+                                            seed=a.seed, workers=a.workers, ray=a.ray)
+    rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
+    print(f"{a.task}: best loss {rep['best_loss_N']:.3f} N after {rep['generations']} generations "
+          f"(population {rep['popsize']}) -> {out.with_suffix('.npz')}")
+    return 0
+
+
 def cmd_replay(a) -> int:
     from app.log import read_log, replay
     log = read_log(a.log)
@@ -241,6 +259,19 @@ def parser() -> argparse.ArgumentParser:
     tc.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/cspace)")
     tc.add_argument("--quiet", action="store_true", help="no progress bar")
     tc.set_defaults(fn=cmd_train_cspace)
+    tl = tsub.add_parser("clustering", help="train the interaction-network clustering by CMA-ES on wrench data")
+    tl.add_argument("--task", required=True, help="peg_in_hole or bolting")
+    tl.add_argument("--data", metavar="FILE", help="wrench-data file (default: data/TASK_reference.mcap)")
+    tl.add_argument("--generations", type=int, default=200)
+    tl.add_argument("--popsize", type=int, default=0, help="CMA-ES population (default: 4 + 3 ln n)")
+    tl.add_argument("--batch", type=int, default=256, help="samples per loss evaluation")
+    tl.add_argument("--seed", type=int, default=0)
+    tl.add_argument("--workers", type=int, default=0, help="local processes (default: one per CPU)")
+    tl.add_argument("--ray", metavar="ADDRESS", help="evaluate the population on a Ray cluster")
+    tl.add_argument("--resume", action="store_true", help="continue from OUT.cmaes")
+    tl.add_argument("--out", metavar="STEM", help="output stem (default: assets/clustering/TASK)")
+    tl.add_argument("--quiet", action="store_true", help="no progress bar")
+    tl.set_defaults(fn=cmd_train_clustering)
     dp = sub.add_parser("data", help="training data for the contact clustering")
     dsub = dp.add_subparsers(dest="data_cmd", required=True)
     dr = dsub.add_parser("reference", help="wrench data from high-fidelity simulation (every node, exact "

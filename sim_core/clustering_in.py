@@ -32,6 +32,7 @@ import numpy as np
 
 from .model import Contacts
 
+FORMAT = "tightsim-in-clustering-1"
 K_NEIGHBOURS = 10
 M_C = 12
 MAX_ANGLE = 0.2          # rad, the largest normal rotation eq. (6) may apply
@@ -215,3 +216,17 @@ def weights_reference(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.nd
         Y[i] = h @ w["o1_W2"] + w["o1_b2"]
     E = np.exp(Y - Y.max(axis=0))
     return E / E.sum(axis=0)
+
+
+def save(path, net: INClustering, task: str) -> None:
+    from .weights import save_npz
+    save_npz(path, {"format": np.array(FORMAT), "task": np.array(task), "theta": net.vector()})
+
+
+def load(path, task: str | None = None) -> INClustering:
+    """Read and check a clustering weight file (one-line WeightsError naming file and field)."""
+    from .weights import read_npz
+    f = read_npz(path, f"train it: tightsim train clustering --task {task or 'TASK'}")
+    f.expect("format", FORMAT)
+    f.same("task", task, "task")
+    return INClustering.from_vector(f.array("theta", (N_PARAMS,)))

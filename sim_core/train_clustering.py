@@ -1,0 +1,187 @@
+"""Training the contact clustering networks with CMA-ES on the contact-wrench error (seed 000
+Sec. III.B, V.C): ``tightsim train clustering --task TASK --data FILE``.
+
+Loss of a weight vector: over a batch of samples of the wrench data (``wrench_data``), the
+contact wrench the simulator computes from the logged state -- detection at the logged pose
+(cached: it does not depend on the weights), the learned clustering, and the seed's solver
+on one PMI step with the logged external wrench, at the data's sampling period -- against
+the logged contact wrench.  Error = RMS over samples of |f_sim - f_data| (N) and
+|tau_sim - tau_data| / ``TORQUE_ARM`` (N), combined.
+
+CMA-ES (``cma``), seeded.  The population is evaluated in parallel: local processes by
+default (each holds the model and the cached contact sets), or a Ray cluster when
+``--ray ADDRESS`` is given.  Every ``checkpoint_every`` generations the optimizer's state is
+written next to the weights, and ``--resume`` continues from it.  A progress bar shows the
+generation and the current best loss.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import broadphase, clustering, clustering_in, detection, solver_sor
+from .model import State
+
+TORQUE_ARM = 0.03          # m: torque errors count as force errors at 3 cm (the parts' radius)
+
+
+@dataclass
+class ClusteringSettings:
+    generations: int = 200
+    popsize: int = 0           # 0: CMA-ES's default, 4 + 3 ln n
+    sigma0: float = 0.05
+    batch: int = 256           # samples per loss evaluation (redrawn each generation, seeded)
+    seed: int = 0
+    workers: int = 0           # local processes; 0: one per CPU
+    checkpoint_every: int = 10
+    ray: str | None = None
+
+
+def model_for(data):
+    """The task's model at the data's sampling period, exact or neural detection as shipped,
+    the seed's solver, no arm (the part's logged state is the input)."""
+    from . import config as config_mod
+    from . import scenario
+    from .paths import scenario_path
+    cfg = config_mod.load(scenario_path(data.meta["task"]))
+    cfg["arm"]["robot"] = "off"
+    cfg["scenario"]["dt"] = float(data.meta["dt"])
+    cfg["parts"]["static"], cfg["parts"]["moving"] = data.meta["static"], data.meta["moving"]
+    model, _ = scenario.build(cfg, f"{data.source} ({data.meta['task']})")
+    return model
+
+
+def prepare(model, data, idx) -> list:
+    """Per sample: (state, f_ext, contact nodes, logged wrench); only samples in contact."""
+    from .math3d import quat_to_matrix
+    out = []
+    for i in idx:
+        st = State(float(data.t[i]), data.p_w[i].copy(), quat_to_matrix(data.q_wb[i]),
+                   np.concatenate([data.v_w[i], data.w_b[i]]))
+        reach = detection.reach(model, st)
+        _, x_s = broadphase.candidates(model, st, reach)
+        nodes, _ = detection.detect(model, x_s, reach)
+        if len(nodes):
+            out.append((st, data.f_ext[i].copy(), nodes, data.wrench[i].copy()))
+    return out
+
+
+def simulated_wrench(model, sample, reps) -> np.ndarray:
+    st, f_ext, _, _ = sample
+    return solver_sor.solve(model, st, reps, f_ext, np.zeros((6, 6)))[1]
+
+
+def wrench_errors(model, samples, clusterer) -> np.ndarray:
+    """(n, 2): force error (N) and torque error / TORQUE_ARM (N) per sample."""
+    out = np.empty((len(samples), 2))
+    for k, s in enumerate(samples):
+        reps = clusterer(s)
+        w = simulated_wrench(model, s, reps)
+        e = w - s[3]
+        out[k] = np.linalg.norm(e[:3]), np.linalg.norm(e[3:]) / TORQUE_ARM
+    return out
+
+
+def loss(model, samples, theta) -> float:
+    net = clustering_in.INClustering.from_vector(theta)
+    e = wrench_errors(model, samples,
+                      lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model))
+    return float(np.sqrt(np.mean(e ** 2)))
+
+
+def kmeans_clusterer(model):
+    c = model.contact
+    return lambda s: clustering.kmeans(s[2], c.clusters, c.normal_scale)
+
+
+# --- parallel evaluation -------------------------------------------------------------------------
+
+_W: dict = {}     # the model and cached samples, set before the worker processes fork
+
+
+def _worker_loss(args) -> float:
+    theta, pick = args
+    s = _W["samples"]
+    return loss(_W["model"], [s[i] for i in pick], theta)
+
+
+def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = False, progress: bool = True):
+    """CMA-ES on the training split of the data file; writes OUT.npz (weights), OUT.json
+    (report) and OUT.cmaes (checkpoint).  Returns the report."""
+    import cma
+
+    from . import wrench_data
+    from .train_sdf import _Progress
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = wrench_data.load(data_path)
+    train_set, _ = data.split(0.7)
+    idx = np.flatnonzero(np.isin(data.episode, np.unique(train_set.episode)))
+    model = model_for(data)
+    samples = prepare(model, data, idx)             # in the parent: how many touch, for batching
+    if not samples:
+        raise ValueError(f"{data_path}: no training sample has contact")
+    rng = np.random.default_rng(settings.seed)
+    x0 = clustering_in.INClustering.initial(settings.seed).vector()
+    ckpt = out.with_suffix(".cmaes")
+    if resume and ckpt.exists():
+        es = pickle.loads(ckpt.read_bytes())
+        rng = es.tightsim_rng
+    else:
+        opts = {"seed": settings.seed + 1, "verbose": -9}
+        if settings.popsize:
+            opts["popsize"] = settings.popsize
+        es = cma.CMAEvolutionStrategy(x0, settings.sigma0, opts)
+    n = len(samples)
+    evaluate, pool = _evaluator(settings, model, samples)
+    bar = _Progress(settings.generations, f"train clustering ({model.task})") if progress else None
+    t0 = time.perf_counter()
+    try:
+        while es.countiter < settings.generations:
+            pick = rng.choice(n, size=min(settings.batch, n), replace=False)
+            X = es.ask()
+            f = evaluate([(np.asarray(x), pick) for x in X])
+            es.tell(X, f)
+            if bar:
+                bar(es.countiter, f"loss {min(f):.3f} N")
+            if es.countiter % settings.checkpoint_every == 0 or es.countiter >= settings.generations:
+                es.tightsim_rng = rng
+                ckpt.write_bytes(pickle.dumps(es))
+    finally:
+        if pool is not None:
+            pool.close()
+    if bar:
+        print(file=sys.stderr)
+    best = clustering_in.INClustering.from_vector(es.result.xbest if es.result.xbest is not None else x0)
+    clustering_in.save(out.with_suffix(".npz"), best, model.task)
+    rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,
+           "generations": int(es.countiter), "popsize": int(es.popsize), "best_loss_N": float(es.result.fbest),
+           "seed": settings.seed, "seconds": round(time.perf_counter() - t0, 1)}
+    out.with_suffix(".json").write_text(json.dumps(rep, indent=1) + "\n")
+    return rep
+
+
+def _evaluator(settings, model, samples):
+    """A function mapping [(theta, pick)] to losses, and the pool to close (or None)."""
+    if settings.ray:
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--ray needs the ray package: pip install ray") from None
+        ray.init(address=settings.ray, ignore_reinit_error=True)
+        remote = ray.remote(lambda th, pk: loss(model, [samples[i] for i in pk], th))
+        return (lambda jobs: ray.get([remote.remote(th, pk) for th, pk in jobs])), None
+    workers = settings.workers or os.cpu_count() or 1
+    if workers <= 1:
+        return (lambda jobs: [loss(model, [samples[i] for i in pk], th) for th, pk in jobs]), None
+    import multiprocessing as mp
+    _W["model"], _W["samples"] = model, samples        # inherited by the forked workers
+    pool = mp.get_context("fork").Pool(workers)
+    return (lambda jobs: pool.map(_worker_loss, jobs)), pool

@@ -1,0 +1,64 @@
+"""Training the clustering (issue 7, item 3): the wrench-error machinery reproduces the
+reference data when it uses the reference's own model, and a small F/T-style file trains end
+to end (seeded, checkpointed, resumable) into a loadable weight file."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim_core import clustering_in, reference_data, scenario, train_clustering as TC, wrench_data
+from sim_core import config as config_mod
+from sim_core.paths import scenario_path
+
+# the replay solves the same step again, without the reference run's warm start: the SOR
+# tolerance (1e-5 N per contact, over hundreds of contacts) bounds how far it can land
+REPLAY_REL = 0.01
+
+pytest.importorskip("cma")
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ref")
+    return {t: reference_data.generate(t, d / f"{t}.mcap", 1500, seed=2)["file"] for t in ("peg_in_hole", "bolting")}
+
+
+@pytest.mark.parametrize("task", ["peg_in_hole", "bolting"])
+def test_full_contact_replay_reproduces_the_reference_wrench(ref, task):
+    d = wrench_data.load(ref[task])
+    cfg = config_mod.load(scenario_path(task))
+    cfg["arm"]["robot"] = "off"
+    cfg["scenario"]["dt"] = d.meta["dt"]
+    cfg["contact"].update(reference_data.HIFI)
+    model, _ = scenario.build(cfg)
+    pressed = np.flatnonzero(np.linalg.norm(d.wrench[:, :3], axis=1) > 0.1)
+    samples = TC.prepare(model, d, pressed[:: max(1, len(pressed) // 20)])
+    assert len(samples) >= 10
+    e = TC.wrench_errors(model, samples, lambda s: s[2])              # every node, no clustering
+    f = np.sqrt(np.mean([np.sum(s[3][:3] ** 2) for s in samples]))
+    assert np.sqrt(np.mean(e[:, 0] ** 2)) < REPLAY_REL * f
+
+
+def test_ft_style_file_trains_end_to_end_and_resumes(ref, tmp_path):
+    s = TC.ClusteringSettings(generations=2, popsize=4, batch=8, seed=0, workers=1, checkpoint_every=1)
+    rep = TC.train(ref["peg_in_hole"], tmp_path / "peg", s, progress=False)
+    assert rep["generations"] == 2 and np.isfinite(rep["best_loss_N"])
+    net = clustering_in.load(tmp_path / "peg.npz", task="peg_in_hole")
+    assert net.vector().shape == (clustering_in.N_PARAMS,)
+    s.generations = 3
+    rep2 = TC.train(ref["peg_in_hole"], tmp_path / "peg", s, resume=True, progress=False)
+    assert rep2["generations"] == 3 and rep2["best_loss_N"] <= rep["best_loss_N"] + 1e-12
+
+
+def test_bad_clustering_weights_give_one_line_errors(tmp_path):
+    from sim_core.weights import WeightsError
+    good = tmp_path / "good.npz"
+    clustering_in.save(good, clustering_in.INClustering.initial(0), "bolting")
+    with pytest.raises(WeightsError, match="asked for"):
+        clustering_in.load(good, task="peg_in_hole")
+    z = dict(np.load(good))
+    z["theta"] = z["theta"][:-3]
+    np.savez(tmp_path / "short.npz", **z)
+    with pytest.raises(WeightsError, match="shape") as e:
+        clustering_in.load(tmp_path / "short.npz")
+    assert "\n" not in str(e.value)
