@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .model import Contacts
 
@@ -134,6 +135,30 @@ def _relu(a):
     return np.maximum(a, 0.0)
 
 
+@njit(cache=True, fastmath=True)
+def _pair_sums(A, B, nb, W2, b2):
+    """sum over the neighbours l of node i of relu(W2^T relu(A_i + B_l) + b2): f_R1's hidden
+    layers for every pair, summed, without materializing the (n, k, 16) pair arrays."""
+    n, k = nb.shape
+    h = A.shape[1]
+    o = W2.shape[1]
+    out = np.zeros((n, o))
+    h1 = np.empty(h)
+    for i in range(n):
+        for kk in range(k):
+            l = nb[i, kk]
+            for a in range(h):
+                v = A[i, a] + B[l, a]
+                h1[a] = v if v > 0.0 else 0.0
+            for c in range(o):
+                s = b2[c]
+                for a in range(h):
+                    s += h1[a] * W2[a, c]
+                if s > 0.0:
+                    out[i, c] += s
+    return out
+
+
 def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
     """R_n(th1) R_t(th2) n for a unit n: tilt by th2 toward a tangent t, then turn the result
     about n by th1 (Rodrigues)."""
@@ -184,13 +209,11 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
 
 def cluster_weights(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarray:
     """W (n, M_c) of eq. (5), softmax over the nodes for each representative."""
-    n = X.shape[0]
     w = net.w
     A = X @ w["r1_Wa"]                                      # (n, 16): W_a X_i
     B = X @ w["r1_Wb"] + w["r1_b1"]                         # (n, 16): W_b X_l + b
-    H1 = _relu(A[:, None, :] + B[nb])                       # (n, k, 16)
-    H2 = _relu(H1.reshape(-1, 16) @ w["r1_W2"] + w["r1_b2"]).reshape(n, -1, 16)
-    E = H2.sum(1) @ w["r1_W3"] + nb.shape[1] * w["r1_b3"]   # sum_l f_R1(X_i, X_l), (n, 4)
+    S = _pair_sums(A, B, nb, w["r1_W2"], w["r1_b2"])        # sum_l relu(W2 relu(A_i + B_l) + b2)
+    E = S @ w["r1_W3"] + nb.shape[1] * w["r1_b3"]           # sum_l f_R1(X_i, X_l), (n, 4)
     Y = _relu(np.hstack([X, E]) @ w["o1_W1"] + w["o1_b1"]) @ w["o1_W2"] + w["o1_b2"]   # (n, 12)
     Y -= Y.max(axis=0, keepdims=True)
     W = np.exp(Y)
