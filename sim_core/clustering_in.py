@@ -198,10 +198,18 @@ def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) ->
 
 
 def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_NEIGHBOURS) -> Contacts:
-    """M_c representatives of the contact nodes (fast path)."""
-    n = len(nodes)
-    if n <= M_C:
-        return nodes
+    """M_c representatives of the contact nodes (fast path).
+
+    The networks average the *penetrating* nodes (d < 0: the seed's original contact nodes
+    X^o): eq. (4)'s input has no depth, so averaging in the detector's speculative band too
+    would give representatives that float above the surface and push nothing (measured: the
+    learned model then predicted no force at all).  When at most M_c nodes penetrate, they
+    are kept as they are, topped up with the nearest speculative ones."""
+    pen = nodes.d < 0.0
+    if int(pen.sum()) <= M_C:
+        keep = np.argsort(nodes.d)[:M_C]
+        return Contacts(nodes.x_w[keep], nodes.n_w[keep], nodes.d[keep])
+    nodes = Contacts(nodes.x_w[pen], nodes.n_w[pen], nodes.d[pen])
     X = node_features(nodes.x_w, state, f_ext, model)
     W = cluster_weights(net, X, _neighbours(nodes.x_w, k))
     return _finish(net, X, W, nodes, model.sdf, model.R_ws, model.p_ws, state, f_ext, model)
