@@ -188,7 +188,8 @@ def cmd_train_clustering(a) -> int:
     data = Path(a.data) if a.data else Path("data") / f"{a.task}_reference.mcap"
     out = Path(a.out) if a.out else assets_dir() / "clustering" / a.task
     s = train_clustering.ClusteringSettings(generations=a.generations, popsize=a.popsize, batch=a.batch,
-                                            seed=a.seed, workers=a.workers, ray=a.ray)
+                                            seed=a.seed, workers=a.workers, ray=a.ray,
+                                            replay_dt=a.replay_dt, detector=a.detector)
     rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
     print(f"{a.task}: best loss {rep['best_loss_N']:.3f} N after {rep['generations']} generations "
           f"(population {rep['popsize']}) -> {out.with_suffix('.npz')}")
@@ -269,6 +270,9 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("--workers", type=int, default=0, help="local processes (default: one per CPU)")
     tl.add_argument("--ray", metavar="ADDRESS", help="evaluate the population on a Ray cluster")
     tl.add_argument("--resume", action="store_true", help="continue from OUT.cmaes")
+    tl.add_argument("--replay-dt", type=float, default=0.0, metavar="S",
+                    help="simulator step of the replay, e.g. 0.01 against 1 ms data (default: the data's)")
+    tl.add_argument("--detector", choices=("exact", "neural"), help="detection in the replay (default: the scenario's)")
     tl.add_argument("--out", metavar="STEM", help="output stem (default: assets/clustering/TASK)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
     tl.set_defaults(fn=cmd_train_clustering)

@@ -42,34 +42,49 @@ class ClusteringSettings:
     workers: int = 0           # local processes; 0: one per CPU
     checkpoint_every: int = 10
     ray: str | None = None
+    replay_dt: float = 0.0      # s, the simulator's step in the replay (0: the data's period)
+    detector: str | None = None  # "exact" | "neural" (None: the scenario's)
 
 
-def model_for(data):
-    """The task's model at the data's sampling period, exact or neural detection as shipped,
-    the seed's solver, no arm (the part's logged state is the input)."""
+def model_for(data, dt: float = 0.0, detector: str | None = None):
+    """The task's model stepping at `dt` (0: the data's sampling period), with the shipped
+    detection (or `detector`), the seed's solver, no arm (the part's logged state is the
+    input)."""
     from . import config as config_mod
     from . import scenario
     from .paths import scenario_path
     cfg = config_mod.load(scenario_path(data.meta["task"]))
     cfg["arm"]["robot"] = "off"
-    cfg["scenario"]["dt"] = float(data.meta["dt"])
+    cfg["scenario"]["dt"] = float(dt or data.meta["dt"])
+    if detector is not None:
+        cfg["contact"]["detector"] = detector
     cfg["parts"]["static"], cfg["parts"]["moving"] = data.meta["static"], data.meta["moving"]
     model, _ = scenario.build(cfg, f"{data.source} ({data.meta['task']})")
     return model
 
 
 def prepare(model, data, idx) -> list:
-    """Per sample: (state, f_ext, contact nodes, logged wrench); only samples in contact."""
+    """Per sample: (state, f_ext, contact nodes, logged wrench); only samples in contact.
+
+    When the model steps slower than the data were sampled (T = 10 ms against 1 ms), each
+    sample starts a window of T / dt samples of one episode, and its external and contact
+    wrenches are the window's means: one simulator step from the logged state is compared
+    with the impulse the reference saw over the same time (how the seed compares its 10 ms
+    simulation with measurements)."""
     from .math3d import quat_to_matrix
+    w = max(1, int(round(model.dt / float(data.meta["dt"]))))
     out = []
     for i in idx:
+        j = i + w
+        if j > len(data) or data.episode[j - 1] != data.episode[i]:
+            continue
         st = State(float(data.t[i]), data.p_w[i].copy(), quat_to_matrix(data.q_wb[i]),
                    np.concatenate([data.v_w[i], data.w_b[i]]))
         reach = detection.reach(model, st)
         _, x_s = broadphase.candidates(model, st, reach)
         nodes, _ = detection.detect(model, x_s, reach)
         if len(nodes):
-            out.append((st, data.f_ext[i].copy(), nodes, data.wrench[i].copy()))
+            out.append((st, data.f_ext[i:j].mean(0), nodes, data.wrench[i:j].mean(0)))
     return out
 
 
@@ -124,7 +139,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     data = wrench_data.load(data_path)
     train_set, _ = data.split(0.7)
     idx = np.flatnonzero(np.isin(data.episode, np.unique(train_set.episode)))
-    model = model_for(data)
+    model = model_for(data, settings.replay_dt, settings.detector)
     samples = prepare(model, data, idx)             # in the parent: how many touch, for batching
     if not samples:
         raise ValueError(f"{data_path}: no training sample has contact")

@@ -62,3 +62,21 @@ def test_bad_clustering_weights_give_one_line_errors(tmp_path):
     with pytest.raises(WeightsError, match="shape") as e:
         clustering_in.load(tmp_path / "short.npz")
     assert "\n" not in str(e.value)
+
+
+def test_replay_at_the_simulator_step_averages_each_window(ref):
+    """At T = 10 ms against 1 ms data each replayed sample carries the means of its ten
+    samples, and no window crosses an episode."""
+    d = wrench_data.load(ref["bolting"])
+    model = TC.model_for(d, dt=0.01, detector="exact")
+    assert model.dt == 0.01
+    idx = np.arange(0, len(d), 97)
+    samples = TC.prepare(model, d, idx)
+    assert samples
+    starts = {round(s[0].t, 9): s for s in samples}
+    for i in idx:
+        s = starts.get(round(float(d.t[i]), 9))
+        if s is None:
+            continue
+        assert np.allclose(s[3], d.wrench[i:i + 10].mean(0)) and np.allclose(s[1], d.f_ext[i:i + 10].mean(0))
+        assert (d.episode[i:i + 10] == d.episode[i]).all()
