@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 from mcap.stream_reader import StreamReader
 from mcap.records import Channel, Footer, Message
-from mcap.writer import CompressionType, Writer
 
 from sim_core.math3d import matrix_to_quat
 
@@ -66,15 +65,9 @@ class LogWriter:
     """Append-only MCAP writer with one channel per topic."""
 
     def __init__(self, path: Path | str):
+        from sim_core.mcap_io import open_writer
         self.path = Path(path)
-        self._f = open(self.path, "wb")
-        self._w = Writer(self._f, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
-        self._w.start(profile="", library="tightsim")
-        self._ch = {}
-        for topic, schema in SCHEMAS.items():
-            sid = self._w.register_schema(name=topic.strip("/"), encoding="jsonschema",
-                                          data=json.dumps(schema).encode())
-            self._ch[topic] = self._w.register_channel(topic=topic, message_encoding="json", schema_id=sid)
+        self._f, self._w, self._ch = open_writer(self.path, SCHEMAS, CHUNK_BYTES)
         self._seq = 0
 
     def put(self, topic: str, t: float, msg: dict) -> None:

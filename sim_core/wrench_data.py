@@ -89,19 +89,12 @@ class WrenchWriter:
     """Append-only writer of a wrench-data file."""
 
     def __init__(self, path, task: str, static: str, moving: str, dt: float, source: str, **extra):
-        from mcap.writer import CompressionType, Writer
+        from .mcap_io import open_writer
         if task not in TASKS:
             raise ValueError(f"wrench data: task {task!r} is not one of {TASKS}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "wb")
-        self._w = Writer(self._f, chunk_size=256 * 1024, compression=CompressionType.ZSTD)
-        self._w.start(profile="", library="tightsim")
-        self._ch = {}
-        for topic, schema in SCHEMAS.items():
-            sid = self._w.register_schema(name=topic.strip("/"), encoding="jsonschema",
-                                          data=json.dumps(schema).encode())
-            self._ch[topic] = self._w.register_channel(topic=topic, message_encoding="json", schema_id=sid)
+        self._f, self._w, self._ch = open_writer(self.path, SCHEMAS, 256 * 1024)
         self._seq = 0
         self._put("/dataset", 0.0, {"format": FORMAT, "task": task, "static": static, "moving": moving,
                                     "dt": float(dt), "source": source, **extra})
