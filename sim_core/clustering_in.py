@@ -106,10 +106,10 @@ def node_features(x_w, state, f_ext, model) -> np.ndarray:
     R = state.R_wb
     w_w = R @ state.V[3:]
     r = x_w - state.p_w
-    v_node = state.V[:3] + np.cross(w_w, r)
+    v_node = state.V[:3] + _cross(np.broadcast_to(w_w, r.shape), r)
     f = np.asarray(f_ext[:3], float)
     tau_c = R @ np.asarray(f_ext[3:], float)                     # about the centre, world
-    tau_node = tau_c[None, :] - np.cross(r, f)                    # moved to the node
+    tau_node = tau_c[None, :] - _cross(r, np.broadcast_to(f, r.shape))   # moved to the node
     X = np.empty((n, 19))
     X[:, 0:3] = (x_w - model.p_ws) @ model.R_ws
     X[:, 3:7] = matrix_to_quat(R)
@@ -121,7 +121,9 @@ def node_features(x_w, state, f_ext, model) -> np.ndarray:
 
 
 def _neighbours(x: np.ndarray, k: int) -> np.ndarray:
-    """Indices (n, k) of the k nearest other nodes (fewer nodes: all of them, repeated)."""
+    """Indices (n, k) of the k nearest other nodes (fewer nodes: all of them).  A k-d tree:
+    measured on 701 engaged bolting nodes it takes 1.0 ms against 1.25 ms for a numba brute
+    force."""
     n = x.shape[0]
     kk = min(k, n - 1)
     if kk <= 0:
@@ -159,16 +161,28 @@ def _pair_sums(A, B, nb, W2, b2):
     return out
 
 
+def _cross(a, b):
+    """Row-wise cross product of (m, 3) arrays (np.cross's axis handling costs more than the
+    arithmetic at these sizes)."""
+    return np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1], a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                     a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1)
+
+
+def _rotate_all(n: np.ndarray, th1: np.ndarray, th2: np.ndarray) -> np.ndarray:
+    """R_n(th1) R_t(th2) n for unit rows n (m, 3): tilt by th2 toward a tangent t (from the
+    least-aligned world axis), then turn the result about n by th1 (Rodrigues)."""
+    a = np.where((np.abs(n[:, 0]) < 0.6)[:, None], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    t = a - np.sum(a * n, axis=1, keepdims=True) * n
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    b = _cross(n, t)
+    m = np.cos(th2)[:, None] * n + np.sin(th2)[:, None] * b
+    c, s = np.cos(th1)[:, None], np.sin(th1)[:, None]
+    return c * m + s * _cross(n, m) + (1 - c) * np.sum(n * m, axis=1, keepdims=True) * n
+
+
 def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
-    """R_n(th1) R_t(th2) n for a unit n: tilt by th2 toward a tangent t, then turn the result
-    about n by th1 (Rodrigues)."""
-    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.6 else np.array([0.0, 1.0, 0.0])
-    t = a - (a @ n) * n
-    t /= np.linalg.norm(t)
-    b = np.cross(n, t)
-    m = math.cos(th2) * n + math.sin(th2) * b            # rotation of n about t by th2
-    c, s = math.cos(th1), math.sin(th1)
-    return c * m + s * np.cross(n, m) + (1 - c) * (n @ m) * n
+    """One normal: ``_rotate_all`` on a single row."""
+    return _rotate_all(n[None, :], np.array([th1]), np.array([th2]))[0]
 
 
 def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) -> Contacts:
@@ -193,7 +207,7 @@ def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) ->
     S = np.einsum("jl,jlh->jh", mask, H2) @ w["r2_W3"] + (M - 1) * w["r2_b3"]
     O = _relu(np.hstack([Xr, S]) @ w["o2_W1"] + w["o2_b1"]) @ w["o2_W2"] + w["o2_b2"]
     ang = MAX_ANGLE * np.tanh(O)
-    nr = np.array([_rotate(nr[j], ang[j, 0], ang[j, 1]) for j in range(M)])
+    nr = _rotate_all(nr, ang[:, 0], ang[:, 1])
     return Contacts(xr, nr, dr)
 
 
