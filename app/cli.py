@@ -110,6 +110,15 @@ def cmd_assets_build(a) -> int:
     return 0
 
 
+def _training_has(module: str, what: str) -> bool:
+    """Whether the training extra's `module` imports; if not, say so in one line."""
+    import importlib.util
+    if importlib.util.find_spec(module) is not None:
+        return True
+    print(f"tightsim: train {what} needs {module}: pip install -e \".[train]\"", file=sys.stderr)
+    return False
+
+
 def cmd_train_sdf(a) -> int:
     import time
 
@@ -117,10 +126,7 @@ def cmd_train_sdf(a) -> int:
     from sim_core.geometry import profiles
     from sim_core.geometry.sdf import exact_sdf
     from sim_core.paths import assets_dir
-    try:
-        import torch  # noqa: F401 - only training needs it
-    except ImportError:
-        print("tightsim: train sdf needs torch: pip install -e \".[train]\"", file=sys.stderr)
+    if not _training_has("torch", "sdf"):
         return 2
     parts = profiles.all_parts()
     names = sorted(profiles.static_parts(parts)) if a.part == "all" else [a.part]
@@ -145,10 +151,7 @@ def cmd_train_sdf(a) -> int:
 def cmd_train_cspace(a) -> int:
     from sim_core import train_cspace
     from sim_core.paths import assets_dir
-    try:
-        import torch  # noqa: F401 - only training needs it
-    except ImportError:
-        print("tightsim: train cspace needs torch: pip install -e \".[train]\"", file=sys.stderr)
+    if not _training_has("torch", "cspace"):
         return 2
     tasks = ["peg_in_hole", "bolting"] if a.task == "all" else [a.task]
     out = Path(a.out) if a.out else assets_dir() / "cspace"
@@ -164,15 +167,14 @@ def cmd_train_cspace(a) -> int:
 
 def cmd_data_reference(a) -> int:
     from sim_core import reference_data
-    from sim_core.train_sdf import _Progress
+    from sim_core.progress import Progress
     tasks = ["peg_in_hole", "bolting"] if a.task == "all" else [a.task]
     out = Path(a.out)
     for task in tasks:
-        bar = None if a.quiet else _Progress(a.steps, f"reference {task}")
+        bar = None if a.quiet else Progress(a.steps, f"reference {task}")
         s = reference_data.generate(task, out / f"{task}_reference.mcap", a.steps, seed=a.seed, progress=bar)
         if bar:
             bar(a.steps)
-            print(file=sys.stderr)
         print(f"{task:12s} {s['samples']} samples in {s['episodes']} episodes, {s['seconds']:.0f} s -> {s['file']}")
     return 0
 
@@ -180,10 +182,7 @@ def cmd_data_reference(a) -> int:
 def cmd_train_clustering(a) -> int:
     from sim_core import train_clustering
     from sim_core.paths import assets_dir
-    try:
-        import cma  # noqa: F401 - only training needs it
-    except ImportError:
-        print("tightsim: train clustering needs cma: pip install -e \".[train]\"", file=sys.stderr)
+    if not _training_has("cma", "clustering"):
         return 2
     data = Path(a.data) if a.data else Path("data") / f"{a.task}_reference.mcap"
     out = Path(a.out) if a.out else assets_dir() / "clustering" / a.task

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cspace, pipeline, pmi, solver_sor
+from . import cspace, pipeline, pmi
 from .math3d import log_so3, skew
 from .model import Model, State
 from .robot import control
@@ -154,22 +154,7 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     b_eff = b_p + JHG[F].T @ v_fix[F] + JHG_f.T @ X[:, -1]
     laps.lap("arm")
     # --- contact solving on the part, with the arm folded in ------------------------------
-    if model.contact.solver == "sor":
-        V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve_system(model, part, reps, A_eff, b_eff,
-                                                                         warm=part.warm, cspace=row)
-        warm = (reps.x_w, forces_w, lamC)
-    else:
-        from . import solver_pgs
-        A_inv = np.linalg.inv(A_eff)
-        if len(reps):
-            Gc, Cf = solver_pgs.contact_jacobians(reps.x_w, reps.n_w, part.p_w, part.R_wb)
-            c = model.contact
-            lam, V_next, sweeps = solver_pgs.pgs(Gc, A_inv, A_inv @ b_eff, part.V, reps.d, T, c.mu, c.beta,
-                                                 c.pgs_iterations, c.pgs_tolerance, np.zeros((len(reps), 3)))
-            wrench, forces_w = solver_pgs.contact_wrench(Gc, lam), np.einsum("mij,mj->mi", Cf, lam)
-        else:
-            V_next, wrench, sweeps, forces_w = A_inv @ b_eff, np.zeros(6), 0, np.zeros((0, 3))
-        warm = None
+    V_next, wrench, sweeps, forces_w, warm = pipeline.solve_contacts(model, part, reps, A_eff, b_eff, row)
     laps.lap("solving")
     # the arm with the part's velocity known, on the same active set
     qd_next = v_fix.copy()
@@ -179,11 +164,6 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     p_next, R_next = pmi.advance(part.p_w, part.R_wb, part.V, V_next, T)
     q_next = arm.advance(st.q, st.qd, qd_next, T)
     laps.lap("integration")
-    pen = -d_all[d_all < 0.0]
-    info = pipeline.StepInfo(n_candidates=n_cand, n_contacts=n_cont, n_clusters=len(reps),
-                             max_penetration=float(pen.max()) if pen.size else 0.0,
-                             mean_penetration=float(pen.mean()) if pen.size else 0.0,
-                             contact_wrench=wrench, sweeps=sweeps, contacts=reps, forces_w=forces_w,
-                             times=laps.times)
+    info = pipeline.step_info(reps, d_all, n_cand, n_cont, wrench, sweeps, forces_w, laps)
     nxt = FullState(State(part.t + T, p_next, R_next, V_next, warm), q_next, qd_next)
     return nxt, FullInfo(step=info, tau=tau_cmd, grasp_error=float(np.linalg.norm(e[:3])), times=laps.times)

@@ -64,25 +64,38 @@ def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, 
                        laps: _Laps, n_candidates: int = 0, n_contacts: int = 0) -> tuple[State, StepInfo]:
     """The dynamics half of a step: drive, contact solving, PMI integration."""
     F0, B = drive.linearize(model, state, inp)
-    warm = None
+    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
     row = cspace.row_for(model, state) if model.contact.solver == "sor" else None
     laps.lap("cspace")
-    if model.contact.solver == "sor":
-        V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve(model, state, reps, F0, B, warm=state.warm,
-                                                                  cspace=row)
-        warm = (reps.x_w, forces_w, lamC)
-    else:
-        V_next, wrench, sweeps, forces_w = solver_pgs.solve(model, state, reps, F0, B)
+    V_next, wrench, sweeps, forces_w, warm = solve_contacts(model, state, reps, A, b, row)
     laps.lap("solving")
     p_next, R_next = pmi.advance(state.p_w, state.R_wb, state.V, V_next, model.dt)
     laps.lap("integration")
+    info = step_info(reps, d_all, n_candidates, n_contacts, wrench, sweeps, forces_w, laps)
+    return State(state.t + model.dt, p_next, R_next, V_next, warm), info
+
+
+def solve_contacts(model: Model, state: State, reps: Contacts, A: np.ndarray, b: np.ndarray, row=None):
+    """The configured solver on the part's system  A V+ = b + contact terms  (the part alone,
+    or with the arm folded in): (V+, contact wrench, sweeps, forces (world), warm start for
+    the next step)."""
+    if model.contact.solver == "sor":
+        V_next, wrench, sweeps, forces_w, lamC = solver_sor.solve_system(model, state, reps, A, b,
+                                                                         warm=state.warm, cspace=row)
+        return V_next, wrench, sweeps, forces_w, (reps.x_w, forces_w, lamC)
+    V_next, wrench, sweeps, forces_w = solver_pgs.solve_system(model, state, reps, A, b)
+    return V_next, wrench, sweeps, forces_w, None
+
+
+def step_info(reps: Contacts, d_all: np.ndarray, n_candidates: int, n_contacts: int, wrench, sweeps,
+              forces_w, laps: _Laps) -> StepInfo:
+    """What a step reports, from its contacts, the candidates' depths and the solve."""
     pen = -d_all[d_all < 0.0]
-    info = StepInfo(n_candidates=n_candidates, n_contacts=n_contacts, n_clusters=len(reps),
+    return StepInfo(n_candidates=n_candidates, n_contacts=n_contacts, n_clusters=len(reps),
                     max_penetration=float(pen.max()) if pen.size else 0.0,
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
                     contact_wrench=wrench, sweeps=sweeps, contacts=reps, forces_w=forces_w,
                     times=laps.times)
-    return State(state.t + model.dt, p_next, R_next, V_next, warm), info
 
 
 def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:

@@ -27,7 +27,6 @@ import numpy as np
 
 from . import pipeline, scenario
 from .math3d import matrix_to_quat
-from .model import State
 from .wrench_data import WrenchWriter
 
 HIFI = {"detector": "exact", "clusters": 1_000_000, "solver": "sor", "cspace": "off",
@@ -136,7 +135,7 @@ def generate(task: str, out, steps: int, seed: int = 0, progress=None) -> dict:
                 f_drive = F0 - B @ nxt.V                         # the drive's wrench over the step
                 writer.sample(episode, state.t, state.p_w, matrix_to_quat(state.R_wb), state.V[:3],
                               state.V[3:], f_drive, info.contact_wrench)
-                state = State(nxt.t, nxt.p_w, nxt.R_wb, nxt.V, nxt.warm)
+                state = nxt
                 n += 1
                 if progress is not None and n % 200 == 0:
                     progress(min(n, steps))

@@ -126,6 +126,11 @@ def solve(model, state, reps, F0: np.ndarray, B: np.ndarray):
     Returns (V_{k+1} (6,), contact wrench [f world; tau body] (6,), sweeps used, force at each
     contact in world axes (m,3))."""
     A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
+    return solve_system(model, state, reps, A, b)
+
+
+def solve_system(model, state, reps, A: np.ndarray, b: np.ndarray):
+    """``solve`` for a given linear system  A V+ = b + contact terms  of the part."""
     A_inv = np.linalg.inv(A)
     V_free = A_inv @ b
     if len(reps) == 0:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,7 +132,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     import cma
 
     from . import wrench_data
-    from .train_sdf import _Progress
+    from .progress import Progress
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = wrench_data.load(data_path)
@@ -156,7 +155,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
         es = cma.CMAEvolutionStrategy(x0, settings.sigma0, opts)
     n = len(samples)
     evaluate, pool = _evaluator(settings, model, samples)
-    bar = _Progress(settings.generations, f"train clustering ({model.task})") if progress else None
+    bar = Progress(settings.generations, f"train clustering ({model.task})") if progress else None
     t0 = time.perf_counter()
     try:
         while es.countiter < settings.generations:
@@ -172,8 +171,6 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     finally:
         if pool is not None:
             pool.close()
-    if bar:
-        print(file=sys.stderr)
     best = clustering_in.INClustering.from_vector(es.result.xbest if es.result.xbest is not None else x0)
     clustering_in.save(out.with_suffix(".npz"), best, model.task)
     rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,

@@ -14,7 +14,6 @@ accuracy overall and near the surface (perturbations up to 20 um / 0.1 mrad).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,17 +97,16 @@ def train(task: str, settings: CSpaceSettings | None = None, progress: bool = Tr
     import torch
 
     from .geometry import profiles
-    from .train_sdf import _Progress
+    from .progress import Progress
     s = settings or CSpaceSettings()
     t0 = time.perf_counter()
     model, cfg, poses = base_configurations(task)
     rng = np.random.default_rng(s.seed)
     P, R, sizes = perturb(poses, s.samples, rng)
-    bar = _Progress(s.samples, f"label {task}") if progress else None
+    bar = Progress(s.samples, f"label {task}") if progress else None
     y = label(model, P, R, bar)
     if bar:
         bar(s.samples)
-        print(file=sys.stderr)
     kind = cspace.TASK_KIND[model.task]
     parts = profiles.all_parts()
     static, moving = parts[cfg["parts"]["static"]], parts[cfg["parts"]["moving"]]
@@ -132,7 +130,7 @@ def train(task: str, settings: CSpaceSettings | None = None, progress: bool = Tr
     Y = torch.as_tensor(y[tr], dtype=torch.float32)
     gen = torch.Generator().manual_seed(s.seed)
     lossf = torch.nn.BCEWithLogitsLoss()
-    bar = _Progress(s.steps, f"train {task}") if progress else None
+    bar = Progress(s.steps, f"train {task}") if progress else None
     for step in range(s.steps):
         idx = torch.randint(0, X.shape[0], (min(s.batch, X.shape[0]),), generator=gen)
         opt.zero_grad()
@@ -142,8 +140,6 @@ def train(task: str, settings: CSpaceSettings | None = None, progress: bool = Tr
         sched.step()
         if bar and (step % 50 == 0 or step == s.steps - 1):
             bar(step + 1, f"loss {loss.item():.4f}")
-    if bar:
-        print(file=sys.stderr)
     lin = [m for m in net if isinstance(m, torch.nn.Linear)]
     g = lambda t: t.detach().numpy().astype(np.float64)  # noqa: E731
     digest = cspace.pair_digest(static, moving)

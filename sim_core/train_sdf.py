@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +24,7 @@ import numpy as np
 from .geometry import profiles
 from .geometry.sdf import exact_sdf
 from .neural_sdf import HIDDEN, KINDS, NeuralSDF, features, spec_digest
+from .progress import Progress
 
 THREAD_ENDS_SCALE = 1e-2  # m: unit of the "below / above the full thread / bore" inputs
 # Where the bore's z inputs start: a point whose distance (up to the output's saturation at
@@ -130,29 +129,6 @@ def accuracy(net: NeuralSDF, sdf, n: int = 100_000, seed: int = 12345) -> dict:
             "normal_median_deg": float(np.median(ang)), "errors_um": err * 1e6}
 
 
-class _Progress:
-    """A one-line progress bar on stderr (no extra dependency for one line of text)."""
-
-    def __init__(self, total: int, label: str, stream=sys.stderr, width: int = 30):
-        self.total, self.label, self.stream, self.width = total, label, stream, width
-        self.t0 = time.perf_counter()
-        self.last = -1.0
-
-    def __call__(self, k: int, note: str = "") -> None:
-        now = time.perf_counter()
-        if k < self.total and now - self.last < 0.5:
-            return
-        self.last = now
-        f = k / self.total
-        bar = "#" * int(f * self.width)
-        eta = (now - self.t0) / max(f, 1e-9) * (1 - f)
-        self.stream.write(f"\r{self.label} [{bar:<{self.width}}] {100 * f:5.1f} % "
-                          f"{k}/{self.total}  eta {eta:4.0f} s  {note}   ")
-        if k >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def _pool_errors(net, FP, target, dtype, chunk: int = 200_000) -> np.ndarray:
     """|network - target| (m) over the whole labelled pool, in chunks."""
     import torch
@@ -188,7 +164,7 @@ def train(part: str, settings: TrainSettings | None = None, progress: bool = Tru
                               torch.nn.Linear(HIDDEN, 1)).to(DTYPE)
     opt = torch.optim.Adam(net.parameters(), lr=s.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, s.steps, eta_min=s.lr_final)
-    bar = _Progress(s.steps, f"train sdf {part}") if progress else None
+    bar = Progress(s.steps, f"train sdf {part}") if progress else None
     # the exact bolt SDF costs ~2.4 us a point, twice per sample: label a pool once (in
     # chunks, all cores) instead of every step; 2M points for a 4.5k-weight network
     if s.steps:

@@ -25,6 +25,7 @@ cut mid-way (a recording that crashed) loads up to its last complete chunk, flag
 """
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,7 +135,7 @@ def load(path) -> WrenchData:
         raise WrenchDataError(f"{path}: cannot read ({e.strerror})") from None
     channels, meta, rows, truncated = {}, None, [], False
     try:
-        for rec in StreamReader(__import__("io").BytesIO(raw), skip_magic=False).records:
+        for rec in StreamReader(io.BytesIO(raw), skip_magic=False).records:
             if isinstance(rec, Channel):
                 channels[rec.id] = rec.topic
             elif isinstance(rec, Message):
