@@ -37,6 +37,7 @@ FORMAT = "tightsim-in-clustering-1"
 K_NEIGHBOURS = 10
 M_C = 12
 MAX_ANGLE = 0.2          # rad, the largest normal rotation eq. (6) may apply
+SOFT_MIN_DEPTH = 1e-6   # m: delta of the representative's soft-min depth (see soft_min_depth)
 PROJECTION_STEPS = 3     # Newton steps onto the representative's level set
 # scales of X = [x (m); q; v (m/s); w (rad/s); f (N); tau (N m)]: x relative to the static frame
 SCALES = np.array([0.06] * 3 + [1.0] * 4 + [0.05] * 3 + [7.0] * 3 + [30.0] * 3 + [1.5] * 3)
@@ -72,7 +73,7 @@ class INClustering:
         return np.concatenate([self.w[n].ravel() for n in SHAPES])
 
     @staticmethod
-    def initial(seed: int = 0, scale: float = 0.05, sharpness: float = 80.0) -> "INClustering":
+    def initial(seed: int = 0, scale: float = 0.05, sharpness: float = 20.0) -> "INClustering":
         """Seeded start for CMA-ES that already clusters: f_O1's hidden layer passes the
         node's position through ReLU(+-x) and its output scores node i for representative j
         by  sharpness * u_j . x_i  with 12 directions u_j spread over the sphere, so each
@@ -102,35 +103,233 @@ class INClustering:
 def node_features(x_w, state, f_ext, model) -> np.ndarray:
     """X (n, 19) of contact points x_w (n, 3) on the moving part (eq. (4)), scaled."""
     from .math3d import matrix_to_quat
+    R = np.ascontiguousarray(state.R_wb, dtype=np.float64)
+    return _features(np.ascontiguousarray(x_w, dtype=np.float64), np.asarray(state.p_w, float), R,
+                     np.asarray(state.V, float), np.asarray(f_ext, float), model.p_ws, model.R_ws,
+                     matrix_to_quat(R), 1.0 / SCALES)
+
+
+@njit(cache=True)
+def _features(x_w, p_w, R, V, f_ext, p_ws, R_ws, q, inv_scale):
+    """eq. (4) per node: [x (static frame); q; v_node; w (world); f; tau about the node]."""
     n = x_w.shape[0]
+    X = np.empty((n, 19))
+    w = R @ V[3:]
+    tc = R @ f_ext[3:]                         # moment about the centre, world
+    f = f_ext[:3]
+    for i in range(n):
+        r0, r1, r2 = x_w[i, 0] - p_w[0], x_w[i, 1] - p_w[1], x_w[i, 2] - p_w[2]
+        for a in range(3):
+            X[i, a] = ((x_w[i, 0] - p_ws[0]) * R_ws[0, a] + (x_w[i, 1] - p_ws[1]) * R_ws[1, a]
+                       + (x_w[i, 2] - p_ws[2]) * R_ws[2, a])
+        for a in range(4):
+            X[i, 3 + a] = q[a]
+        X[i, 7] = V[0] + w[1] * r2 - w[2] * r1             # v + w x r
+        X[i, 8] = V[1] + w[2] * r0 - w[0] * r2
+        X[i, 9] = V[2] + w[0] * r1 - w[1] * r0
+        for a in range(3):
+            X[i, 10 + a] = w[a]
+            X[i, 13 + a] = f[a]
+        X[i, 16] = tc[0] - (r1 * f[2] - r2 * f[1])         # tau - r x f
+        X[i, 17] = tc[1] - (r2 * f[0] - r0 * f[2])
+        X[i, 18] = tc[2] - (r0 * f[1] - r1 * f[0])
+        for a in range(19):
+            X[i, a] *= inv_scale[a]
+    return X
+
+
+def node_features_reference(x_w, state, f_ext, model) -> np.ndarray:
+    """``node_features`` written with NumPy cross products, for the tests."""
+    from .math3d import matrix_to_quat
     R = state.R_wb
     w_w = R @ state.V[3:]
     r = x_w - state.p_w
-    v_node = state.V[:3] + _cross(np.broadcast_to(w_w, r.shape), r)
     f = np.asarray(f_ext[:3], float)
-    tau_c = R @ np.asarray(f_ext[3:], float)                     # about the centre, world
-    tau_node = tau_c[None, :] - _cross(r, np.broadcast_to(f, r.shape))   # moved to the node
-    X = np.empty((n, 19))
+    X = np.empty((x_w.shape[0], 19))
     X[:, 0:3] = (x_w - model.p_ws) @ model.R_ws
     X[:, 3:7] = matrix_to_quat(R)
-    X[:, 7:10] = v_node
+    X[:, 7:10] = state.V[:3] + np.cross(w_w, r)
     X[:, 10:13] = w_w
     X[:, 13:16] = f
-    X[:, 16:19] = tau_node
+    X[:, 16:19] = R @ np.asarray(f_ext[3:], float) - np.cross(r, f)
     return X / SCALES
 
 
-def _neighbours(x: np.ndarray, k: int) -> np.ndarray:
-    """Indices (n, k) of the k nearest other nodes (fewer nodes: all of them).  A k-d tree:
-    measured on 701 engaged bolting nodes it takes 1.0 ms against 1.25 ms for a numba brute
-    force."""
+TABLE_NEIGHBOURS = 32      # P: each mesh node's nearest nodes kept in the part's table
+
+
+def node_table(nodes_b: np.ndarray, p: int = TABLE_NEIGHBOURS) -> np.ndarray:
+    """(N, P) int32: for every node of the moving part its P nearest other nodes (body frame,
+    nearest first).  Distances between nodes of one rigid part never change, so the k nearest
+    *engaged* nodes of an engaged node are the first k engaged entries of its row whenever the
+    row holds k of them (``_knn_table``)."""
+    from scipy.spatial import cKDTree
+    n = nodes_b.shape[0]
+    p = min(p, n - 1)
+    if p <= 0:
+        return np.zeros((n, 0), np.int32)
+    _, idx = cKDTree(nodes_b).query(nodes_b, k=p + 1)
+    return np.ascontiguousarray(idx[:, 1:], dtype=np.int32)
+
+
+def _neighbours(x: np.ndarray, k: int, idx: np.ndarray | None = None, table: np.ndarray | None = None) -> np.ndarray:
+    """Indices (n, k) of the k nearest other contact nodes (fewer nodes: all of them), exact.
+    With the nodes' mesh rows and the part's ``node_table``: a walk along the table, with a
+    brute-force scan for the few nodes whose row holds fewer than k engaged nodes; otherwise
+    a uniform-grid search.  Both are numba; scipy's k-d tree (build and query) took 1.2 ms on
+    945 engaged bolting nodes and dominated the stage."""
     n = x.shape[0]
     kk = min(k, n - 1)
     if kk <= 0:
         return np.zeros((n, 0), np.int64)
-    from scipy.spatial import cKDTree
-    _, idx = cKDTree(x).query(x, k=kk + 1)
-    return np.asarray(idx[:, 1:], np.int64)
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if idx is not None and table is not None:
+        return _knn_table(x, np.asarray(idx, np.int64), table, kk)
+    return _knn_grid(x, kk)
+
+
+@njit(cache=True)
+def _knn_table(x, idx, table, k):
+    n = x.shape[0]
+    pos = np.full(table.shape[0], -1, np.int64)
+    for a in range(n):
+        pos[idx[a]] = a
+    out = np.empty((n, k), np.int64)
+    bd = np.empty(k)
+    bi = np.empty(k, np.int64)
+    for a in range(n):
+        m = 0
+        row = table[idx[a]]
+        for q in range(row.shape[0]):
+            b = pos[row[q]]
+            if b >= 0:
+                out[a, m] = b
+                m += 1
+                if m == k:
+                    break
+        if m < k:                          # too few engaged in the row: scan them all
+            m = 0
+            for b in range(n):
+                if b == a:
+                    continue
+                d = 0.0
+                for c in range(3):
+                    t = x[b, c] - x[a, c]
+                    d += t * t
+                if m < k:
+                    q = m
+                    m += 1
+                elif d < bd[k - 1]:
+                    q = k - 1
+                else:
+                    continue
+                while q > 0 and bd[q - 1] > d:
+                    bd[q] = bd[q - 1]
+                    bi[q] = bi[q - 1]
+                    q -= 1
+                bd[q] = d
+                bi[q] = b
+            for q in range(k):
+                out[a, q] = bi[q]
+    return out
+
+
+KNN_POINTS_PER_CELL = 8.0    # grid cell volume = box volume x this / n (tuned on engaged node sets)
+
+
+@njit(cache=True)
+def _cell_of(x, lo, inv, dims, out):
+    for a in range(3):
+        c = int((x[a] - lo[a]) * inv[a])
+        out[a] = 0 if c < 0 else (dims[a] - 1 if c >= dims[a] else c)
+
+
+@njit(cache=True)
+def _scan_cell(x, i, c, start, order, bd, bi, m, k):
+    """Insert the points of cell c into point i's sorted k-best list; returns its length."""
+    for p in range(start[c], start[c + 1]):
+        j = order[p]
+        if j == i:
+            continue
+        d = 0.0
+        for a in range(3):
+            t = x[j, a] - x[i, a]
+            d += t * t
+        if m < k:
+            q = m
+            m += 1
+        elif d < bd[k - 1]:
+            q = k - 1
+        else:
+            continue
+        while q > 0 and bd[q - 1] > d:
+            bd[q] = bd[q - 1]
+            bi[q] = bi[q - 1]
+            q -= 1
+        bd[q] = d
+        bi[q] = j
+    return m
+
+
+@njit(cache=True)
+def _knn_grid(x, k):
+    """Exact k nearest neighbours (excluding the point itself) by a uniform grid: points are
+    bucketed by cell (counting sort), and each query scans shells of cells of growing
+    Chebyshev radius r until its k-th distance is within the nearest unscanned shell."""
+    n = x.shape[0]
+    lo = np.empty(3)
+    ext = np.empty(3)
+    for a in range(3):
+        lo[a] = x[:, a].min()
+        ext[a] = max(x[:, a].max() - lo[a], 1e-9)
+    h = (ext[0] * ext[1] * ext[2] * KNN_POINTS_PER_CELL / n) ** (1.0 / 3.0)
+    dims = np.empty(3, np.int64)
+    inv = np.empty(3)
+    csz = np.inf
+    for a in range(3):
+        dims[a] = min(max(int(ext[a] / h), 1), 128)
+        inv[a] = dims[a] / ext[a] * (1.0 - 1e-12)
+        csz = min(csz, ext[a] / dims[a])
+    nc = dims[0] * dims[1] * dims[2]
+    cell = np.empty(n, np.int64)
+    ci = np.empty(3, np.int64)
+    start = np.zeros(nc + 1, np.int64)
+    for i in range(n):
+        _cell_of(x[i], lo, inv, dims, ci)
+        cell[i] = (ci[0] * dims[1] + ci[1]) * dims[2] + ci[2]
+        start[cell[i] + 1] += 1
+    for c in range(nc):
+        start[c + 1] += start[c]
+    order = np.empty(n, np.int64)
+    fill = start[:nc].copy()
+    for i in range(n):
+        order[fill[cell[i]]] = i
+        fill[cell[i]] += 1
+    out = np.empty((n, k), np.int64)
+    bd = np.empty(k)
+    bi = np.empty(k, np.int64)
+    rmax = max(dims[0], max(dims[1], dims[2]))
+    for i in range(n):
+        _cell_of(x[i], lo, inv, dims, ci)
+        m = 0
+        for r in range(rmax + 1):
+            for i0 in range(max(ci[0] - r, 0), min(ci[0] + r, dims[0] - 1) + 1):
+                for i1 in range(max(ci[1] - r, 0), min(ci[1] + r, dims[1] - 1) + 1):
+                    row = (i0 * dims[1] + i1) * dims[2]
+                    if r == 0 or abs(i0 - ci[0]) == r or abs(i1 - ci[1]) == r:
+                        for i2 in range(max(ci[2] - r, 0), min(ci[2] + r, dims[2] - 1) + 1):
+                            m = _scan_cell(x, i, row + i2, start, order, bd, bi, m, k)
+                    else:                          # inside the shell's row: only its two ends
+                        if ci[2] - r >= 0:
+                            m = _scan_cell(x, i, row + ci[2] - r, start, order, bd, bi, m, k)
+                        if ci[2] + r < dims[2]:
+                            m = _scan_cell(x, i, row + ci[2] + r, start, order, bd, bi, m, k)
+            gap = r * csz                          # unscanned points are at least this far
+            if m >= k and bd[k - 1] <= gap * gap:
+                break
+        for q in range(k):
+            out[i, q] = bi[q]
+    return out
 
 
 def _relu(a):
@@ -138,46 +337,81 @@ def _relu(a):
 
 
 @njit(cache=True, fastmath=True)
-def _pair_sums(A, B, nb, W2, b2):
-    """sum over the neighbours l of node i of relu(W2^T relu(A_i + B_l) + b2): f_R1's hidden
-    layers for every pair, summed, without materializing the (n, k, 16) pair arrays."""
-    n, k = nb.shape
-    h = A.shape[1]
-    o = W2.shape[1]
-    out = np.zeros((n, o))
+def _normal_angles(Xr, Wa, Wb, b1, W2, b2, W3, b3, oW1, ob1, oW2, ob2, max_angle):
+    """eq. (6): (theta1, theta2)_j = max_angle tanh(f_O2(Xbar_j, sum_{l != j} f_R2(Xbar_j, Xbar_l)))."""
+    m, f = Xr.shape
+    h = Wa.shape[1]
+    A = Xr @ Wa
+    B = Xr @ Wb
+    out = np.empty((m, 2))
+    acc = np.empty(h)
     h1 = np.empty(h)
-    for i in range(n):
-        for kk in range(k):
-            l = nb[i, kk]
-            for a in range(h):
-                v = A[i, a] + B[l, a]
-                h1[a] = v if v > 0.0 else 0.0
-            for c in range(o):
-                s = b2[c]
+    for j in range(m):
+        acc[:] = 0.0
+        for l in range(m):
+            if l == j:
+                continue
+            for c in range(h):
+                v = A[j, c] + B[l, c] + b1[c]
+                h1[c] = v if v > 0.0 else 0.0
+            for c in range(h):
+                v = b2[c]
                 for a in range(h):
-                    s += h1[a] * W2[a, c]
-                if s > 0.0:
-                    out[i, c] += s
+                    v += h1[a] * W2[a, c]
+                if v > 0.0:
+                    acc[c] += v
+        e = acc @ W3 + (m - 1) * b3
+        z = np.empty(oW1.shape[1])
+        for c in range(oW1.shape[1]):
+            v = ob1[c]
+            for a in range(f):
+                v += Xr[j, a] * oW1[a, c]
+            for a in range(e.shape[0]):
+                v += e[a] * oW1[f + a, c]
+            z[c] = v if v > 0.0 else 0.0
+        for c in range(2):
+            v = ob2[c]
+            for a in range(z.shape[0]):
+                v += z[a] * oW2[a, c]
+            out[j, c] = max_angle * math.tanh(v)
     return out
 
 
-def _cross(a, b):
-    """Row-wise cross product of (m, 3) arrays (np.cross's axis handling costs more than the
-    arithmetic at these sizes)."""
-    return np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1], a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
-                     a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1)
+def _normal_angles_reference(net: INClustering, Xr: np.ndarray) -> np.ndarray:
+    """eq. (6) with NumPy broadcasting over all (j, l) pairs, for the tests."""
+    w = net.w
+    A, B = Xr @ w["r2_Wa"], Xr @ w["r2_Wb"] + w["r2_b1"]
+    M = Xr.shape[0]
+    H2 = _relu(_relu(A[:, None, :] + B[None, :, :]) @ w["r2_W2"] + w["r2_b2"])
+    S = np.einsum("jl,jlh->jh", 1.0 - np.eye(M), H2) @ w["r2_W3"] + (M - 1) * w["r2_b3"]
+    O = _relu(np.hstack([Xr, S]) @ w["o2_W1"] + w["o2_b1"]) @ w["o2_W2"] + w["o2_b2"]
+    return MAX_ANGLE * np.tanh(O)
 
 
-def _rotate_all(n: np.ndarray, th1: np.ndarray, th2: np.ndarray) -> np.ndarray:
-    """R_n(th1) R_t(th2) n for unit rows n (m, 3): tilt by th2 toward a tangent t (from the
-    least-aligned world axis), then turn the result about n by th1 (Rodrigues)."""
-    a = np.where((np.abs(n[:, 0]) < 0.6)[:, None], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
-    t = a - np.sum(a * n, axis=1, keepdims=True) * n
-    t /= np.linalg.norm(t, axis=1, keepdims=True)
-    b = _cross(n, t)
-    m = np.cos(th2)[:, None] * n + np.sin(th2)[:, None] * b
-    c, s = np.cos(th1)[:, None], np.sin(th1)[:, None]
-    return c * m + s * _cross(n, m) + (1 - c) * np.sum(n * m, axis=1, keepdims=True) * n
+@njit(cache=True)
+def _rotate_all(n, th1, th2):
+    """R_n(th1) R_t(th2) n for unit rows n (m, 3): tilt by th2 toward b = n x t, t the
+    tangent from the least-aligned world axis, then turn the result about n by th1
+    (Rodrigues)."""
+    m = n.shape[0]
+    out = np.empty((m, 3))
+    for j in range(m):
+        nx, ny, nz = n[j, 0], n[j, 1], n[j, 2]
+        ax, ay = (1.0, 0.0) if abs(nx) < 0.6 else (0.0, 1.0)
+        dot = ax * nx + ay * ny
+        tx, ty, tz = ax - dot * nx, ay - dot * ny, -dot * nz
+        tl = math.sqrt(tx * tx + ty * ty + tz * tz)
+        tx, ty, tz = tx / tl, ty / tl, tz / tl
+        bx, by, bz = ny * tz - nz * ty, nz * tx - nx * tz, nx * ty - ny * tx
+        c2, s2 = math.cos(th2[j]), math.sin(th2[j])
+        mx, my, mz = c2 * nx + s2 * bx, c2 * ny + s2 * by, c2 * nz + s2 * bz
+        c1, s1 = math.cos(th1[j]), math.sin(th1[j])
+        nm = nx * mx + ny * my + nz * mz
+        cx, cy, cz = ny * mz - nz * my, nz * mx - nx * mz, nx * my - ny * mx
+        out[j, 0] = c1 * mx + s1 * cx + (1 - c1) * nm * nx
+        out[j, 1] = c1 * my + s1 * cy + (1 - c1) * nm * ny
+        out[j, 2] = c1 * mz + s1 * cz + (1 - c1) * nm * nz
+    return out
 
 
 def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
@@ -188,7 +422,7 @@ def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
 def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) -> Contacts:
     """Weighted averages -> surface projection -> normal rotation (shared by both paths)."""
     xr = W.T @ nodes.x_w                                   # (M, 3)
-    dr = W.T @ nodes.d
+    dr = soft_min_depth(W, nodes.d)
     nr = W.T @ nodes.n_w
     nr /= np.maximum(np.linalg.norm(nr, axis=1, keepdims=True), 1e-12)
     # onto the static part's level set of the representative's depth, along the SDF gradient
@@ -199,16 +433,20 @@ def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) ->
     # eq. (6): turn the normals
     Xr = np.hstack([node_features(xr, state, f_ext, model), nr])          # (M, 22)
     w = net.w
-    A, B = Xr @ w["r2_Wa"], Xr @ w["r2_Wb"] + w["r2_b1"]
-    M = Xr.shape[0]
-    H1 = _relu(A[:, None, :] + B[None, :, :])                               # (M, M, 16)
-    H2 = _relu(H1 @ w["r2_W2"] + w["r2_b2"])
-    mask = 1.0 - np.eye(M)
-    S = np.einsum("jl,jlh->jh", mask, H2) @ w["r2_W3"] + (M - 1) * w["r2_b3"]
-    O = _relu(np.hstack([Xr, S]) @ w["o2_W1"] + w["o2_b1"]) @ w["o2_W2"] + w["o2_b2"]
-    ang = MAX_ANGLE * np.tanh(O)
+    ang = _normal_angles(Xr, w["r2_Wa"], w["r2_Wb"], w["r2_b1"], w["r2_W2"], w["r2_b2"], w["r2_W3"],
+                         w["r2_b3"], w["o2_W1"], w["o2_b1"], w["o2_W2"], w["o2_b2"], MAX_ANGLE)
     nr = _rotate_all(nr, ang[:, 0], ang[:, 1])
     return Contacts(xr, nr, dr)
+
+
+def soft_min_depth(W: np.ndarray, d: np.ndarray, delta: float | None = None) -> np.ndarray:
+    """Representative depths d_j = -delta log sum_i W_ij exp(-d_i / delta): a soft minimum
+    of the member depths, weighted by the softmax weights.  It lies between the deepest
+    member's depth and the weighted mean (Jensen), and a node enters with a penalty of
+    delta |log W_ij|, so only nodes the network really weights can set the depth."""
+    delta = SOFT_MIN_DEPTH if delta is None else delta
+    dmin = float(d.min())
+    return dmin - delta * np.log(np.maximum(W.T @ np.exp(-(d - dmin) / delta), 1e-300))
 
 
 def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_NEIGHBOURS) -> Contacts:
@@ -219,27 +457,85 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
     would give representatives that float above the surface and push nothing (measured: the
     learned model then predicted no force at all).  When at most M_c nodes penetrate, they
     are kept as they are, topped up with the nearest speculative ones."""
-    pen = nodes.d < 0.0
-    if int(pen.sum()) <= M_C:
-        keep = np.argsort(nodes.d)[:M_C]
-        return Contacts(nodes.x_w[keep], nodes.n_w[keep], nodes.d[keep])
-    nodes = Contacts(nodes.x_w[pen], nodes.n_w[pen], nodes.d[pen])
+    if len(nodes) <= M_C:
+        return nodes
     X = node_features(nodes.x_w, state, f_ext, model)
-    W = cluster_weights(net, X, _neighbours(nodes.x_w, k))
+    W = cluster_weights(net, X, _neighbours(nodes.x_w, k, nodes.idx, getattr(model, "node_nb", None)))
     return _finish(net, X, W, nodes, model.sdf, model.R_ws, model.p_ws, state, f_ext, model)
 
 
 def cluster_weights(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarray:
-    """W (n, M_c) of eq. (5), softmax over the nodes for each representative."""
+    """W (n, M_c) of eq. (5), softmax over the nodes for each representative.
+
+    f_R1's first layer splits into Wa^T X_i + (Wb^T X_l + b1), one product per node; the
+    pairs' first ReLU is gathered into one (n k, 16) block (numba), the 16x16 layer is one
+    BLAS product over all pairs, and its ReLU is summed over each node's k neighbours
+    (numba); f_R1's last layer is linear, so it acts on that sum.  The pair block is float32
+    (its product is half the cost in single precision; the sums and everything after are
+    float64).  Measured on 945 engaged bolting nodes: 0.35 ms, against 0.7 ms for one numba
+    loop over the pairs, which did not vectorize."""
     w = net.w
-    A = X @ w["r1_Wa"]                                      # (n, 16): W_a X_i
-    B = X @ w["r1_Wb"] + w["r1_b1"]                         # (n, 16): W_b X_l + b
-    S = _pair_sums(A, B, nb, w["r1_W2"], w["r1_b2"])        # sum_l relu(W2 relu(A_i + B_l) + b2)
-    E = S @ w["r1_W3"] + nb.shape[1] * w["r1_b3"]           # sum_l f_R1(X_i, X_l), (n, 4)
-    Y = _relu(np.hstack([X, E]) @ w["o1_W1"] + w["o1_b1"]) @ w["o1_W2"] + w["o1_b2"]   # (n, 12)
-    Y -= Y.max(axis=0, keepdims=True)
-    W = np.exp(Y)
-    W /= W.sum(axis=0, keepdims=True)                       # softmax over the nodes, per j
+    n, k = nb.shape
+    A = X @ w["r1_Wa"]
+    B = X @ w["r1_Wb"] + w["r1_b1"]
+    H1 = _gather_relu(A.astype(np.float32), B.astype(np.float32), nb)
+    S = _relu_sum(H1 @ w["r1_W2"].astype(np.float32), w["r1_b2"], n, k)
+    E = S @ w["r1_W3"] + k * w["r1_b3"]                     # sum_l f_R1(X_i, X_l), (n, 4)
+    Y = np.maximum(np.hstack([X, E]) @ w["o1_W1"] + w["o1_b1"], 0.0) @ w["o1_W2"] + w["o1_b2"]
+    return _softmax_columns(Y)
+
+
+@njit(cache=True, fastmath=True)
+def _gather_relu(A, B, nb):
+    """Row i k + p: relu(A_i + B_l), l = nb[i, p]."""
+    n, k = nb.shape
+    h = A.shape[1]
+    H1 = np.empty((n * k, h), A.dtype)
+    for i in range(n):
+        for p in range(k):
+            l = nb[i, p]
+            r = i * k + p
+            for c in range(h):
+                v = A[i, c] + B[l, c]
+                H1[r, c] = v if v > 0.0 else 0.0
+    return H1
+
+
+@njit(cache=True, fastmath=True)
+def _relu_sum(H2, b2, n, k):
+    """sum over p of relu(H2[i k + p] + b2), per node i."""
+    h = H2.shape[1]
+    acc = np.zeros((n, h))
+    for i in range(n):
+        for p in range(k):
+            r = i * k + p
+            for c in range(h):
+                v = H2[r, c] + b2[c]
+                if v > 0.0:
+                    acc[i, c] += v
+    return acc
+
+
+SOFTMAX_CUT = 40.0     # scores this far below a column's best get weight 0 (e^-40 = 4e-18)
+
+
+@njit(cache=True)
+def _softmax_columns(Y):
+    """Softmax over the rows (nodes), per column (representative); the exponential is skipped
+    where it is below e^-SOFTMAX_CUT relative to the column's largest term."""
+    n, m = Y.shape
+    W = np.empty((n, m))
+    for c in range(m):
+        mx = Y[0, c]
+        for i in range(1, n):
+            mx = max(mx, Y[i, c])
+        tot = 0.0
+        for i in range(n):
+            t = Y[i, c] - mx
+            W[i, c] = math.exp(t) if t > -SOFTMAX_CUT else 0.0
+            tot += W[i, c]
+        for i in range(n):
+            W[i, c] /= tot
     return W
 
 

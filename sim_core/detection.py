@@ -19,10 +19,11 @@ def reach(model: Model, state: State) -> float:
     return model.contact.band + model.dt * (float(np.linalg.norm(v)) + float(np.linalg.norm(w)) * model.node_radius)
 
 
-def detect(model: Model, x_s: np.ndarray, band: float) -> tuple[Contacts, np.ndarray]:
+def detect(model: Model, x_s: np.ndarray, band: float, idx: np.ndarray | None = None) -> tuple[Contacts, np.ndarray]:
     """Signed distance of candidate nodes; returns (contacts with d < band, all distances).
 
-    x_s: (n,3) candidate node positions in the static frame (from the broad phase).
+    x_s: (n,3) candidate node positions in the static frame (from the broad phase); idx: their
+    rows in model.nodes_b, carried on the contacts (the learned clustering's neighbour table).
     """
     if x_s.shape[0] == 0:
         return Contacts.empty(), np.zeros(0)
@@ -30,4 +31,4 @@ def detect(model: Model, x_s: np.ndarray, band: float) -> tuple[Contacts, np.nda
     sel = d < band
     x_w = x_s[sel] @ model.R_ws.T + model.p_ws
     n_w = g_s[sel] @ model.R_ws.T
-    return Contacts(x_w, n_w, d[sel]), d
+    return Contacts(x_w, n_w, d[sel], None if idx is None else idx[sel]), d

@@ -53,6 +53,8 @@ class Model:
     inner_radius_s: float = 0.0  # m, the static part has no material inside this radius
     cspace: object = None     # cspace.CSpaceNet of the part pair (None: no C-space constraint)
     arm: object = None        # complete.ArmSetup: the Panda holding the part (None: the drive)
+    node_nb: np.ndarray | None = None  # (N, P) int32: each node's P nearest nodes, body frame, nearest first
+    clustering_net: object = None  # clustering_in.INClustering when contact.clustering = "learned"
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class Contacts:
     x_w: np.ndarray           # (n,3) m, contact point
     n_w: np.ndarray           # (n,3) unit normal, out of the static part (pushes the moving part)
     d: np.ndarray             # (n,) m, signed distance (negative = penetration)
+    idx: np.ndarray | None = None  # (n,) the nodes' rows in Model.nodes_b (detection sets it)
 
     @staticmethod
     def empty() -> "Contacts":

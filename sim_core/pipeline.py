@@ -53,7 +53,7 @@ def contacts_at(model: Model, state: State) -> tuple[Contacts, int, int, np.ndar
     reach = detection.reach(model, state)
     idx, x_s = broadphase.candidates(model, state, reach)
     laps.lap("broadphase")
-    nodes, d_all = detection.detect(model, x_s, reach)
+    nodes, d_all = detection.detect(model, x_s, reach, idx)
     laps.lap("detection")
     reps = clustering.kmeans(nodes, model.contact.clusters, model.contact.normal_scale)
     laps.lap("clustering")

@@ -80,8 +80,8 @@ def prepare(model, data, idx) -> list:
         st = State(float(data.t[i]), data.p_w[i].copy(), quat_to_matrix(data.q_wb[i]),
                    np.concatenate([data.v_w[i], data.w_b[i]]))
         reach = detection.reach(model, st)
-        _, x_s = broadphase.candidates(model, st, reach)
-        nodes, _ = detection.detect(model, x_s, reach)
+        ci, x_s = broadphase.candidates(model, st, reach)
+        nodes, _ = detection.detect(model, x_s, reach, ci)
         if len(nodes):
             out.append((st, data.f_ext[i:j].mean(0), nodes, data.wrench[i:j].mean(0)))
     return out

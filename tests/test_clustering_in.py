@@ -8,7 +8,9 @@ import pytest
 
 from sim_core import broadphase, clustering_in as CI, detection, scenario
 
-REF_TOL = 1e-12      # the fast path regroups sums: rounding only
+REF_TOL = 1e-12      # float64 paths that only regroup sums: rounding only
+SCORE_TOL = 2e-4     # the fast path's pair block is float32 (relative 6e-8 per operation, over
+                     # sums of ~200 terms of scores of size ~10): |log W - log W_ref| bound
 LEVEL_TOL = 5e-6     # m: three Newton steps onto a level set of a network SDF near thread corners
 
 
@@ -19,11 +21,11 @@ def engaged():
     model, state = scenario.build(cfg)
     res = scenario.simulate(model, state, 2.5)
     st = res.final
-    _, x_s = broadphase.candidates(model, st, detection.reach(model, st))
-    nodes, _ = detection.detect(model, x_s, detection.reach(model, st))
+    ci, x_s = broadphase.candidates(model, st, detection.reach(model, st))
+    nodes, _ = detection.detect(model, x_s, detection.reach(model, st), ci)
     near = nodes.d < 3e-4                                # the touching ones, not the speculative
     from sim_core.model import Contacts
-    return model, st, Contacts(nodes.x_w[near], nodes.n_w[near], nodes.d[near])
+    return model, st, Contacts(nodes.x_w[near], nodes.n_w[near], nodes.d[near], nodes.idx[near])
 
 
 def test_parameter_vector_round_trips():
@@ -42,12 +44,69 @@ def test_fast_weights_equal_the_plain_formula(engaged):
     nb = CI._neighbours(nodes.x_w, CI.K_NEIGHBOURS)
     W = CI.cluster_weights(net, X, nb)
     Wr = CI.weights_reference(net, X, nb)
-    assert np.abs(W - Wr).max() < REF_TOL
+    big = Wr > 1e-12
+    assert np.abs(np.log(W[big]) - np.log(Wr[big])).max() < SCORE_TOL
     assert np.allclose(W.sum(axis=0), 1.0) and (W >= 0).all()
     assert len(nodes) > 100                              # a real engaged contact set
 
 
-def test_representatives_sit_at_their_average_depth_with_unit_normals(engaged):
+def test_fast_features_and_normal_angles_equal_the_plain_formulas(engaged):
+    model, st, nodes = engaged
+    f = np.array([1.0, -2.0, -14.0, 0.01, 0.02, 0.3])
+    st = scenario.State(st.t, st.p_w, st.R_wb, np.array([0.01, -0.02, 0.003, 0.5, -0.2, 3.0]))
+    X = CI.node_features(nodes.x_w, st, f, model)
+    assert np.abs(X - CI.node_features_reference(nodes.x_w, st, f, model)).max() < REF_TOL
+    net = CI.INClustering.initial(1, scale=1.0)
+    Xr = np.hstack([X[:CI.M_C], nodes.n_w[:CI.M_C]])
+    w = net.w
+    ang = CI._normal_angles(Xr, w["r2_Wa"], w["r2_Wb"], w["r2_b1"], w["r2_W2"], w["r2_b2"], w["r2_W3"],
+                            w["r2_b3"], w["o2_W1"], w["o2_b1"], w["o2_W2"], w["o2_b2"], CI.MAX_ANGLE)
+    assert np.abs(ang - CI._normal_angles_reference(net, Xr)).max() < REF_TOL
+
+
+@pytest.mark.parametrize("shape", ["engaged", "line", "pair", "duplicates", "flat"])
+def test_neighbour_search_is_exact(engaged, shape):
+    """Both numba searches (the part's neighbour table, the uniform grid) give the same k
+    nearest distances as scipy's k-d tree, including degenerate sets."""
+    from scipy.spatial import cKDTree
+    model, _, nodes = engaged
+    rng = np.random.default_rng(7)
+    x, idx = {"engaged": (nodes.x_w, nodes.idx),
+              "line": (np.c_[rng.uniform(0, 1, 40), np.zeros(40), np.zeros(40)], None),
+              "pair": (rng.normal(size=(2, 3)), None),
+              "duplicates": (np.repeat(rng.normal(size=(8, 3)), 3, axis=0), None),
+              "flat": (rng.normal(size=(300, 3)) * [1.0, 1.0, 1e-9], None)}[shape]
+    k = min(CI.K_NEIGHBOURS, len(x) - 1)
+    ref = np.sort(cKDTree(x).query(x, k=k + 1)[0][:, 1:], axis=1)
+    searches = [CI._neighbours(x, CI.K_NEIGHBOURS)]
+    if idx is not None:
+        searches.append(CI._neighbours(x, CI.K_NEIGHBOURS, idx, model.node_nb))
+        sub = np.arange(0, len(x), 7)                    # a sparse subset: the table's rows run short
+        xs = x[sub]
+        ks = min(CI.K_NEIGHBOURS, len(sub) - 1)
+        nb = CI._neighbours(xs, CI.K_NEIGHBOURS, idx[sub], model.node_nb)
+        d = np.linalg.norm(xs[nb] - xs[:, None], axis=2)
+        assert np.allclose(d, cKDTree(xs).query(xs, k=ks + 1)[0][:, 1:], atol=1e-12)
+    for nb in searches:
+        assert nb.shape == (len(x), k)
+        assert not (nb == np.arange(len(x))[:, None]).any()
+        d = np.linalg.norm(x[nb] - x[:, None], axis=2)
+        assert np.allclose(d, ref, atol=1e-12)
+
+
+def test_soft_min_depth_lies_between_the_deepest_member_and_the_weighted_mean():
+    rng = np.random.default_rng(3)
+    d = rng.uniform(-3e-5, 2e-4, 300)
+    W = rng.dirichlet(np.full(300, 0.3), size=CI.M_C).T          # (n, M_c), columns sum to 1
+    dr = CI.soft_min_depth(W, d)
+    assert (dr >= d.min() - 1e-15).all() and (dr <= W.T @ d + 1e-15).all()
+    one_hot = np.zeros((300, 1))
+    one_hot[17] = 1.0
+    assert abs(CI.soft_min_depth(one_hot, d)[0] - d[17]) < 1e-15       # a single member: its depth
+    assert np.allclose(CI.soft_min_depth(W, d, delta=1.0), W.T @ d, rtol=0, atol=1e-8)   # wide delta: the mean
+
+
+def test_representatives_sit_at_their_soft_min_depth_with_unit_normals(engaged):
     model, st, nodes = engaged
     net = CI.INClustering.initial(2)
     reps = CI.cluster(net, nodes, st, np.zeros(6), model)
