@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from haptics.local_contact import LocalContact
-from sim_core import pipeline
+from sim_core import drive, pipeline
 from sim_core.model import Contacts, Inputs, State
 
 from .layout import MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
@@ -53,7 +53,8 @@ def session_step(model, state: State, inp: Inputs) -> tuple[State, object, State
     Returns (next part state, step info, the proxy state used, the proxy contacts)."""
     V_at = np.concatenate([inp.v_set_w, inp.R_set_w.T @ inp.w_set_w])
     at = State(state.t, inp.p_set_w, inp.R_set_w, V_at)
-    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, at)
+    F0, B = drive.linearize(model, state, inp)
+    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, at, F0 - B @ state.V)
     if len(reps):
         r_b = (reps.x_w - at.p_w) @ at.R_wb
         x_part = state.p_w + r_b @ state.R_wb.T

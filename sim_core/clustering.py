@@ -82,12 +82,39 @@ def _representatives(x, nrm, d, labels, k):
     return x[sel], nrm[sel], d[sel]
 
 
-def kmeans(contacts: Contacts, k: int, normal_scale: float) -> Contacts:
-    """Reduce a contact set to at most k representatives."""
+@njit(cache=True)
+def _centroids(x, nrm, d, labels, k):
+    """Per cluster: the members' mean position, normalized mean normal and mean signed
+    distance (the textbook representative the seed's baseline uses)."""
+    sx = np.zeros((k, 3))
+    sn = np.zeros((k, 3))
+    sd = np.zeros(k)
+    cnt = np.zeros(k)
+    for i in range(x.shape[0]):
+        c = labels[i]
+        sx[c] += x[i]
+        sn[c] += nrm[i]
+        sd[c] += d[i]
+        cnt[c] += 1.0
+    keep = cnt > 0
+    sx, sn, sd, cnt = sx[keep], sn[keep], sd[keep], cnt[keep]
+    for c in range(sx.shape[0]):
+        sx[c] /= cnt[c]
+        sd[c] /= cnt[c]
+        sn[c] /= max(np.sqrt(np.sum(sn[c] ** 2)), 1e-12)
+    return sx, sn, sd
+
+
+def kmeans(contacts: Contacts, k: int, normal_scale: float, representative: str = "deepest") -> Contacts:
+    """Reduce a contact set to at most k representatives: per k-means cluster its deepest
+    member (``"deepest"``, the simulator's k-means), or the members' centroid with their
+    mean normal and mean depth (``"centroid"``, the seed's K-means baseline, seed 000
+    Sec. V.C)."""
     n = len(contacts)
     if n <= k:
         return contacts
     F = np.hstack([contacts.x_w, normal_scale * contacts.n_w])
     labels = kmeans_labels(F, k, int(np.argmin(contacts.d)), MAX_LLOYD_ITERATIONS)
-    x, nrm, d = _representatives(contacts.x_w, contacts.n_w, contacts.d, labels, k)
+    pick = _centroids if representative == "centroid" else _representatives
+    x, nrm, d = pick(contacts.x_w, contacts.n_w, contacts.d, labels, k)
     return Contacts(x, nrm, d)

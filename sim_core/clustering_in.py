@@ -65,7 +65,7 @@ class INClustering:
         out, k = {}, 0
         for name, shape in SHAPES.items():
             n = int(np.prod(shape))
-            out[name] = theta[k:k + n].reshape(shape)
+            out[name] = np.ascontiguousarray(theta[k:k + n].reshape(shape))
             k += n
         return INClustering(out)
 
@@ -73,29 +73,32 @@ class INClustering:
         return np.concatenate([self.w[n].ravel() for n in SHAPES])
 
     @staticmethod
-    def initial(seed: int = 0, scale: float = 0.05, sharpness: float = 20.0) -> "INClustering":
+    def initial(seed: int = 0, scale: float = 0.05, sharpness: float = 200.0) -> "INClustering":
         """Seeded start for CMA-ES that already clusters: f_O1's hidden layer passes the
-        node's position through ReLU(+-x) and its output scores node i for representative j
-        by  sharpness * u_j . x_i  with 12 directions u_j spread over the sphere, so each
-        representative starts on the nodes farthest along its direction (a spatial
-        partition, like k-means' farthest-point start); every other weight is small seeded
-        noise (`scale`) and the normal rotation starts near zero."""
+        node's position across the axis through ReLU(+-x), ReLU(+-y) and its output scores
+        node i for representative j by  sharpness * u_j . x_i  with u_j = (cos 30j deg,
+        sin 30j deg, 0): twelve sectors around the static part's axis, along which both
+        tasks' contact sets run (a spatial partition like k-means' spread start; with the
+        depth tilt each representative then sits on its sector's deepest nodes).  At a
+        radius of 24 mm, sharpness 200 halves a node's weight about 10 deg off its sector's
+        centre.  Measured in the bolting run with the untrained start: sharpness 30 lets the
+        nut sink 2.5 mm and skip the thread, 80 sinks 1.4 mm, 200 engages at 1.78 s with
+        4.997 mm/rev and 183 um (k-means: 131 um).  Every other weight is small seeded noise
+        (`scale`); the normal rotation starts near zero."""
         rng = np.random.default_rng(seed)
         w = {}
         for name, shape in SHAPES.items():
             w[name] = (np.zeros(shape) if len(shape) == 1
                        else rng.normal(0.0, scale * math.sqrt(2.0 / shape[0]), shape))
-        k = np.arange(M_C) + 0.5                              # Fibonacci sphere directions
-        zc = 1 - 2 * k / M_C
-        ph = math.pi * (1 + 5 ** 0.5) * k
-        U = np.stack([np.sqrt(1 - zc ** 2) * np.cos(ph), np.sqrt(1 - zc ** 2) * np.sin(ph), zc], 1)
+        ph = 2.0 * math.pi * np.arange(M_C) / M_C
+        U = np.stack([np.cos(ph), np.sin(ph)], 1)
         W1 = w["o1_W1"]
-        W1[:, :6] = 0.0
-        for a in range(3):                                     # hidden 2a, 2a+1: relu(+x_a), relu(-x_a)
+        W1[:, :4] = 0.0
+        for a in range(2):                                     # hidden 2a, 2a+1: relu(+x_a), relu(-x_a)
             W1[a, 2 * a], W1[a, 2 * a + 1] = 1.0, -1.0
         W2 = w["o1_W2"]
-        W2[:6] = 0.0
-        for a in range(3):
+        W2[:4] = 0.0
+        for a in range(2):
             W2[2 * a], W2[2 * a + 1] = sharpness * U[:, a], -sharpness * U[:, a]
         return INClustering(w)
 
@@ -421,9 +424,9 @@ def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
 
 def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) -> Contacts:
     """Weighted averages -> surface projection -> normal rotation (shared by both paths)."""
-    xr = W.T @ nodes.x_w                                   # (M, 3)
-    dr = soft_min_depth(W, nodes.d)
-    nr = W.T @ nodes.n_w
+    P, dr = depth_tilted(W, nodes.d)
+    xr = P.T @ nodes.x_w                                   # (M, 3)
+    nr = P.T @ nodes.n_w
     nr /= np.maximum(np.linalg.norm(nr, axis=1, keepdims=True), 1e-12)
     # onto the static part's level set of the representative's depth, along the SDF gradient
     for _ in range(PROJECTION_STEPS):       # Newton steps along the gradient to d = d_r
@@ -444,9 +447,21 @@ def soft_min_depth(W: np.ndarray, d: np.ndarray, delta: float | None = None) -> 
     of the member depths, weighted by the softmax weights.  It lies between the deepest
     member's depth and the weighted mean (Jensen), and a node enters with a penalty of
     delta |log W_ij|, so only nodes the network really weights can set the depth."""
+    return depth_tilted(W, d, delta)[1]
+
+
+def depth_tilted(W: np.ndarray, d: np.ndarray, delta: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(P, d_r): the softmax weights tilted toward depth, P_ij = W_ij e^(-d_i/delta) / Z_j, and
+    the soft-min depths d_j = -delta log Z_j (``soft_min_depth``).  A representative is the
+    P-weighted average of its nodes: within the region the network gives it, the deepest
+    nodes dominate, so it pushes where its region penetrates most (as k-means' deepest
+    member does) while staying a smooth function of the weights.  Measured: plain W
+    averages let the nut sink 0.5 mm and miss the thread in the bolting run."""
     delta = SOFT_MIN_DEPTH if delta is None else delta
     dmin = float(d.min())
-    return dmin - delta * np.log(np.maximum(W.T @ np.exp(-(d - dmin) / delta), 1e-300))
+    E = W * np.exp(-(d - dmin) / delta)[:, None]
+    Z = np.maximum(E.sum(axis=0), 1e-300)
+    return E / Z, dmin - delta * np.log(Z)
 
 
 def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_NEIGHBOURS) -> Contacts:

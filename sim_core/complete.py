@@ -111,7 +111,17 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     tool follows the matching tool pose)."""
     arm, T = setup.arm, model.dt
     part = st.part
-    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, part)
+    laps = pipeline._Laps()
+    # the grasp's pull on the part now: the learned clustering's external-wrench input
+    J = arm.tcp_jacobian(st.q)
+    R_t, p_t = arm.tcp_pose(st.q)
+    R_g, p_g = grasp_pose(setup, part.R_wb, part.p_w)
+    e = np.concatenate([p_t - p_g, R_g @ log_so3(R_g.T @ R_t)])
+    G = _grasp_map(part.R_wb, setup.grasp_p)
+    e_dot = J @ st.qd - G @ part.V
+    f_grasp = G.T @ (setup.K_c * e + setup.D_c * e_dot) + inp.f_ext
+    laps.lap("arm")
+    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, part, f_grasp, laps)
     row = cspace.row_for(model, part) if model.contact.solver == "sor" else None
     laps.lap("cspace")
     # --- arm: PMI system, controller, coupling ---------------------------------------------
@@ -119,13 +129,8 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     R_ts, p_ts = tool_set_pose(setup, inp.R_set_w, inp.p_set_w)
     V_set = np.concatenate([inp.v_set_w, inp.w_set_w])
     tau0, B = control.linearize(arm, st.q, st.qd, T, R_ts, p_ts, V_set, setup.gains)
-    J = arm.tcp_jacobian(st.q)
-    R_t, p_t = arm.tcp_pose(st.q)
-    R_g, p_g = grasp_pose(setup, part.R_wb, part.p_w)
-    e = np.concatenate([p_t - p_g, R_g @ log_so3(R_g.T @ R_t)])
-    G = _grasp_map(part.R_wb, setup.grasp_p)
     H = np.diag(0.5 * (setup.K_c * T / 2 + setup.D_c))
-    F0 = setup.K_c * e + H @ (J @ st.qd - G @ part.V)
+    F0 = setup.K_c * e + H @ e_dot
     # arm's torque limits: active set from a contact-free coupled pre-solve
     A_p, b_p = pmi.system(model.mass, model.inertia_b, part.V, T, inp.f_ext, np.zeros((6, 6)))
     A_p = A_p + G.T @ H @ G

@@ -24,6 +24,7 @@ class ContactParams:
     sor_relaxation: float = 1.0
     sor_iterations: int = 100
     sor_tolerance: float = 1e-6   # N
+    clustering: str = "kmeans"    # "learned" (Model.clustering_net) | "kmeans" | "kmeans_centroid"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import broadphase, clustering, cspace, detection, drive, pmi, solver_pgs, solver_sor
+from . import broadphase, clustering, clustering_in, cspace, detection, drive, pmi, solver_pgs, solver_sor
 from .model import Contacts, Inputs, Model, State
 
 STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
@@ -42,20 +42,33 @@ class _Laps:
 
     def lap(self, stage: str) -> None:
         now = time.perf_counter()
-        self.times[stage] = now - self._t
+        self.times[stage] = self.times.get(stage, 0.0) + now - self._t   # a stage may lap twice
         self._t = now
 
 
-def contacts_at(model: Model, state: State) -> tuple[Contacts, int, int, np.ndarray, _Laps]:
+def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> Contacts:
+    """The configured clustering of a detected contact set (``contact.clustering``); f_ext is
+    the part's external wrench [f_w; tau_b], an input of the learned networks."""
+    c = model.contact
+    if c.clustering == "learned" and model.clustering_net is not None:
+        return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)
+    return clustering.kmeans(nodes, c.clusters, c.normal_scale,
+                             "centroid" if c.clustering == "kmeans_centroid" else "deepest")
+
+
+def contacts_at(model: Model, state: State, f_ext: np.ndarray | None = None,
+                laps: _Laps | None = None) -> tuple[Contacts, int, int, np.ndarray, _Laps]:
     """Broad phase, detection and clustering at a pose: (representatives, candidates, contact
-    nodes, signed distances of the candidates, stage times)."""
-    laps = _Laps()
+    nodes, signed distances of the candidates, stage times).  f_ext: the external wrench on
+    the part at this state (the learned clustering's input; zero when not given).  `laps`:
+    go on timing a step whose stages began before."""
+    laps = _Laps() if laps is None else laps
     reach = detection.reach(model, state)
     idx, x_s = broadphase.candidates(model, state, reach)
     laps.lap("broadphase")
     nodes, d_all = detection.detect(model, x_s, reach, idx)
     laps.lap("detection")
-    reps = clustering.kmeans(nodes, model.contact.clusters, model.contact.normal_scale)
+    reps = cluster(model, nodes, state, np.zeros(6) if f_ext is None else f_ext)
     laps.lap("clustering")
     return reps, int(idx.shape[0]), len(nodes), d_all, laps
 
@@ -99,5 +112,6 @@ def step_info(reps: Contacts, d_all: np.ndarray, n_candidates: int, n_contacts: 
 
 
 def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
-    reps, n_cand, n_cont, d_all, laps = contacts_at(model, state)
+    F0, B = drive.linearize(model, state, inp)
+    reps, n_cand, n_cont, d_all, laps = contacts_at(model, state, F0 - B @ state.V)   # the drive's pull now
     return step_with_contacts(model, state, inp, reps, d_all, laps, n_cand, n_cont)

@@ -29,7 +29,7 @@ from . import pipeline, scenario
 from .math3d import matrix_to_quat
 from .wrench_data import WrenchWriter
 
-HIFI = {"detector": "exact", "clusters": 1_000_000, "solver": "sor", "cspace": "off",
+HIFI = {"detector": "exact", "clustering": "kmeans", "clusters": 1_000_000, "solver": "sor", "cspace": "off",
         "sor_iterations": 200, "sor_tolerance": 1e-5}
 DT = 1e-3
 
@@ -63,7 +63,7 @@ def _waypoints_peg(rng, L_half: float):
     return wps
 
 
-def _waypoints_bolt(rng, z_land: float):
+def _waypoints_bolt(rng, z_land: float, pitch: float = 5e-3):
     off = rng.uniform(0.2e-3, 1.0e-3)
     ang = rng.uniform(0, 2 * math.pi)
     tilt = rng.uniform(0, 1.0, 2) * rng.choice([-1, 1], 2)
@@ -84,12 +84,18 @@ def _waypoints_bolt(rng, z_land: float):
     for k in range(1, n + 1):
         f = k / n
         wig = 0.25 * math.sin(2 * math.pi * 2.0 * f * turns / rate)
-        wps.append((t + turns / rate * f, [0.0, 0.0, z_land - below - 5e-3 * turns * f],
+        wps.append((t + turns / rate * f, [0.0, 0.0, z_land - below - pitch * turns * f],
                     back - 360 * turns * f, [wig, 0.0]))
     return wps
 
 
-def episode_config(task: str, seed: int, episode: int) -> dict:
+def table2_pairs() -> list[tuple[str, str]]:
+    """(bolt, nut) asset names of seed 000's ten Table II pairs."""
+    from .geometry.profiles import TABLE2_BROAD, TABLE2_NARROW, pair_name
+    return [(f"bolt_{pair_name(d, p)}", f"nut_{pair_name(d, p)}") for d, p in TABLE2_NARROW + TABLE2_BROAD]
+
+
+def episode_config(task: str, seed: int, episode: int, parts: tuple[str, str] | None = None) -> dict:
     """The validated config of one reference episode: the task's scenario with the high-
     fidelity contact settings, the drive on the part, T = 1 ms, and the episode's motion."""
     from . import config as config_mod
@@ -98,11 +104,16 @@ def episode_config(task: str, seed: int, episode: int) -> dict:
     cfg["contact"].update(HIFI)
     cfg["arm"]["robot"] = "off"
     cfg["scenario"]["dt"] = DT
+    if parts is not None:
+        cfg["parts"]["static"], cfg["parts"]["moving"] = parts
     rng = np.random.default_rng([seed, episode])
     if task == "peg_in_hole":
         wps = _waypoints_peg(rng, 0.04)
-    else:
-        wps = _waypoints_bolt(rng, 0.110 + 0.019)
+    else:                                # the nut lands on the bolt's end; one pitch per turn
+        from .geometry.profiles import all_parts
+        specs = all_parts()
+        bolt, nut = specs[cfg["parts"]["static"]], specs[cfg["parts"]["moving"]]
+        wps = _waypoints_bolt(rng, bolt.length + 0.5 * nut.height, bolt.thread.p)
     cfg["waypoints"] = [{"t": float(t), "position": tuple(float(x) for x in p), "yaw_deg": float(y),
                          "tilt_deg": (float(tl[0]), float(tl[1]))} for t, p, y, tl in wps]
     cfg["start"] = {"position": cfg["waypoints"][0]["position"], "yaw_deg": 0.0,
@@ -111,7 +122,7 @@ def episode_config(task: str, seed: int, episode: int) -> dict:
     return cfg
 
 
-def generate(task: str, out, steps: int, seed: int = 0, progress=None) -> dict:
+def generate(task: str, out, steps: int, seed: int = 0, progress=None, parts: tuple[str, str] | None = None) -> dict:
     """Write at least `steps` samples of reference data for `task` to `out` (.mcap);
     returns a summary."""
     from . import drive
@@ -121,7 +132,7 @@ def generate(task: str, out, steps: int, seed: int = 0, progress=None) -> dict:
     writer = None
     try:
         while n < steps:
-            cfg = episode_config(task, seed, episode)
+            cfg = episode_config(task, seed, episode, parts)
             model, state = scenario.build(cfg, f"{task} reference episode {episode}")
             if writer is None:
                 writer = WrenchWriter(out, task, cfg["parts"]["static"], cfg["parts"]["moving"], DT,

@@ -82,6 +82,12 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
             cs = cspace.load(assets_dir() / "cspace" / f"{pair}.npz", digest=cspace.pair_digest(static, moving))
         except WeightsError as e:
             raise config_mod.ConfigError(f"{src}: contact.cspace = \"on\": {e}") from None
+    net = None
+    if c["clustering"] == "learned":
+        try:
+            net = clustering_in.load(assets_dir() / "clustering" / f"{task}.npz", task=task)
+        except WeightsError as e:
+            raise config_mod.ConfigError(f"{src}: contact.clustering = \"learned\": {e}") from None
     dr = cfg["drive"]
     wps = cfg["waypoints"]
     model = Model(
@@ -94,7 +100,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                               beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
                               pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
                               sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
-                              sor_tolerance=c["sor_tolerance"]),
+                              sor_tolerance=c["sor_tolerance"], clustering=c["clustering"]),
         K=np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]]),
         D=np.array([*dr["damping_linear"], *dr["damping_angular"]]),
         waypoints_t=np.array([w["t"] for w in wps]),
@@ -102,7 +108,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
         node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
         static_dims=static.dimensions(), moving_dims=moving.dimensions(), cspace=cs,
-        node_nb=clustering_in.node_table(mesh.vertices - com),
+        node_nb=clustering_in.node_table(mesh.vertices - com), clustering_net=net,
     )
     if cfg["arm"]["robot"] == "panda":
         from .complete import make_setup

@@ -41,22 +41,24 @@ class ClusteringSettings:
     workers: int = 0           # local processes; 0: one per CPU
     checkpoint_every: int = 10
     ray: str | None = None
-    replay_dt: float = 0.0      # s, the simulator's step in the replay (0: the data's period)
+    replay_dt: float = 0.0      # s, the step of the replay (0: the scenario's, the simulator's own step)
     detector: str | None = None  # "exact" | "neural" (None: the scenario's)
 
 
 def model_for(data, dt: float = 0.0, detector: str | None = None):
-    """The task's model stepping at `dt` (0: the data's sampling period), with the shipped
-    detection (or `detector`), the seed's solver, no arm (the part's logged state is the
-    input)."""
+    """The task's model stepping at `dt` (0: the scenario's step, 10 ms, which is what the
+    simulator runs), with the shipped detection (or `detector`), the seed's solver, no arm
+    (the part's logged state is the input)."""
     from . import config as config_mod
     from . import scenario
     from .paths import scenario_path
     cfg = config_mod.load(scenario_path(data.meta["task"]))
     cfg["arm"]["robot"] = "off"
-    cfg["scenario"]["dt"] = float(dt or data.meta["dt"])
+    if dt:
+        cfg["scenario"]["dt"] = float(dt)
     if detector is not None:
         cfg["contact"]["detector"] = detector
+    cfg["contact"]["clustering"] = "kmeans"     # the networks under test are passed in, not loaded
     cfg["parts"]["static"], cfg["parts"]["moving"] = data.meta["static"], data.meta["moving"]
     model, _ = scenario.build(cfg, f"{data.source} ({data.meta['task']})")
     return model

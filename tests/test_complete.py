@@ -65,3 +65,28 @@ def test_the_drive_stays_selectable():
     assert model.arm is None
     res = scenario.simulate(model, state, 0.2)
     assert np.all(np.isfinite(res.final.p_w))
+
+
+def test_learned_clustering_is_the_default_and_k_means_stays_selectable():
+    """The scenarios load the shipped clustering networks and the step's contacts are theirs;
+    both k-means variants stay selectable."""
+    from sim_core import broadphase, clustering_in, detection, pipeline
+    for name in ("peg_in_hole", "bolting"):
+        model, _, _ = scenario.load(name)
+        assert model.contact.clustering == "learned" and model.clustering_net is not None, name
+    model, state, cfg = scenario.load("bolting")
+    st = scenario.simulate(model, state, 2.0).final               # landed on the thread
+    f_ext = np.array([0.5, -0.3, -12.0, 0.0, 0.0, 0.2])
+    reps = pipeline.contacts_at(model, st, f_ext)[0]
+    reach = detection.reach(model, st)
+    ci, x_s = broadphase.candidates(model, st, reach)
+    nodes, _ = detection.detect(model, x_s, reach, ci)
+    assert len(nodes) > clustering_in.M_C and len(reps) == clustering_in.M_C
+    direct = clustering_in.cluster(model.clustering_net, nodes, st, f_ext, model)
+    assert np.array_equal(reps.x_w, direct.x_w) and np.array_equal(reps.n_w, direct.n_w)
+    for how in ("kmeans", "kmeans_centroid"):
+        c2 = dict(cfg, contact=dict(cfg["contact"], clustering=how))
+        m2, s2 = scenario.build(c2, f"bolting ({how})")
+        assert m2.clustering_net is None
+        r2 = scenario.simulate(m2, s2, 0.3)
+        assert np.all(np.isfinite(r2.final.p_w))

@@ -99,3 +99,22 @@ def test_kmeans_separates_opposite_flanks_and_repeats():
 def test_kmeans_passes_small_sets_through():
     c = Contacts(np.zeros((5, 3)), np.tile([0, 0, 1.0], (5, 1)), -np.ones(5) * 1e-5)
     assert clustering.kmeans(c, 12, 0.01) is c
+
+
+def test_kmeans_centroids_are_their_members_means():
+    """The seed's K-means baseline: each representative is its cluster's mean position, mean
+    depth and normalized mean normal (two far-apart blobs give two clusters exactly)."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(scale=1e-4, size=(30, 3))
+    b = rng.normal(scale=1e-4, size=(50, 3)) + [0.02, 0.0, 0.0]
+    x = np.vstack([a, b])
+    nrm = rng.normal(size=(80, 3)) * 0.1 + [0.0, 0.0, 1.0]
+    nrm /= np.linalg.norm(nrm, axis=1, keepdims=True)
+    d = -rng.uniform(0, 1e-4, 80)
+    reps = clustering.kmeans(Contacts(x, nrm, d), 2, 0.01, "centroid")
+    for grp in (slice(0, 30), slice(30, 80)):
+        j = int(np.argmin(np.linalg.norm(reps.x_w - x[grp].mean(0), axis=1)))
+        assert np.allclose(reps.x_w[j], x[grp].mean(0), atol=1e-15)
+        assert reps.d[j] == pytest.approx(d[grp].mean(), abs=1e-18)
+        m = nrm[grp].mean(0)
+        assert np.allclose(reps.n_w[j], m / np.linalg.norm(m), atol=1e-14)
