@@ -422,12 +422,9 @@ def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
     return _rotate_all(n[None, :], np.array([th1]), np.array([th2]))[0]
 
 
-def _finish(net, X, W, nodes: Contacts, sdf, R_ws, p_ws, state, f_ext, model) -> Contacts:
-    """Weighted averages -> surface projection -> normal rotation (shared by both paths)."""
-    P, dr = depth_tilted(W, nodes.d)
-    xr = P.T @ nodes.x_w                                   # (M, 3)
-    nr = P.T @ nodes.n_w
-    nr /= np.maximum(np.linalg.norm(nr, axis=1, keepdims=True), 1e-12)
+def _finish(net, xr, nr, dr, model, state, f_ext) -> Contacts:
+    """Averages -> surface projection -> normal rotation (eq. (6))."""
+    sdf, R_ws, p_ws = model.sdf, model.R_ws, model.p_ws
     # onto the static part's level set of the representative's depth, along the SDF gradient
     for _ in range(PROJECTION_STEPS):       # Newton steps along the gradient to d = d_r
         xs = (xr - p_ws) @ R_ws
@@ -465,22 +462,70 @@ def depth_tilted(W: np.ndarray, d: np.ndarray, delta: float | None = None) -> tu
 
 
 def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_NEIGHBOURS) -> Contacts:
-    """M_c representatives of the contact nodes (fast path).
+    """M_c representatives of the detected contact nodes (eqs. (4)-(6)).
 
-    The networks average the *penetrating* nodes (d < 0: the seed's original contact nodes
-    X^o): eq. (4)'s input has no depth, so averaging in the detector's speculative band too
-    would give representatives that float above the surface and push nothing (measured: the
-    learned model then predicted no force at all).  When at most M_c nodes penetrate, they
-    are kept as they are, topped up with the nearest speculative ones."""
+    Every detected node takes part, the speculative band included: at the simulator's 10 ms
+    step most contact sets have fewer than 12 penetrating nodes, and the band is where the
+    next step's contacts come from.  Each representative is the depth-tilted average
+    (``depth_tilted``) of the nodes its softmax weights select, put back on the static
+    part's level set of its soft-min depth, with its normal turned by eq. (6).  At most M_c
+    detected nodes are the representatives themselves."""
     if len(nodes) <= M_C:
         return nodes
     X = node_features(nodes.x_w, state, f_ext, model)
-    W = cluster_weights(net, X, _neighbours(nodes.x_w, k, nodes.idx, getattr(model, "node_nb", None)))
-    return _finish(net, X, W, nodes, model.sdf, model.R_ws, model.p_ws, state, f_ext, model)
+    Y = cluster_scores(net, X, _neighbours(nodes.x_w, k, nodes.idx, getattr(model, "node_nb", None)))
+    xr, nr, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, SOFT_MIN_DEPTH)
+    return _finish(net, xr, nr, dr, model, state, f_ext)
+
+
+@njit(cache=True)
+def _tilted_averages(Y, x, nrm, d, delta):
+    """From the scores Y (n, M_c) in one pass per representative: the depth-tilted averages
+    of positions and normals and the soft-min depths, equal to ``depth_tilted`` applied to
+    softmax(Y) without forming W (terms below e^-SOFTMAX_CUT of their column's largest are
+    skipped)."""
+    n, m = Y.shape
+    dmin = d.min()
+    xr = np.zeros((m, 3))
+    nr = np.zeros((m, 3))
+    dr = np.empty(m)
+    for c in range(m):
+        mx = -np.inf
+        mv = -np.inf
+        for i in range(n):
+            mx = max(mx, Y[i, c])
+            mv = max(mv, Y[i, c] - (d[i] - dmin) / delta)
+        s1 = 0.0
+        s2 = 0.0
+        for i in range(n):
+            u = Y[i, c] - mx
+            if u > -SOFTMAX_CUT:
+                s1 += math.exp(u)
+            v = Y[i, c] - (d[i] - dmin) / delta - mv
+            if v > -SOFTMAX_CUT:
+                e = math.exp(v)
+                s2 += e
+                for a in range(3):
+                    xr[c, a] += e * x[i, a]
+                    nr[c, a] += e * nrm[i, a]
+        ln = 0.0
+        for a in range(3):
+            xr[c, a] /= s2
+            ln += nr[c, a] * nr[c, a]
+        ln = max(math.sqrt(ln), 1e-12)
+        for a in range(3):
+            nr[c, a] /= ln
+        dr[c] = dmin - delta * ((mv + math.log(s2)) - (mx + math.log(s1)))
+    return xr, nr, dr
 
 
 def cluster_weights(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarray:
-    """W (n, M_c) of eq. (5), softmax over the nodes for each representative.
+    """W (n, M_c) of eq. (5), softmax over the nodes for each representative."""
+    return _softmax_columns(cluster_scores(net, X, nb))
+
+
+def cluster_scores(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarray:
+    """Y (n, M_c): f_O1's outputs of eq. (5), before the softmax over the nodes.
 
     f_R1's first layer splits into Wa^T X_i + (Wb^T X_l + b1), one product per node; the
     pairs' first ReLU is gathered into one (n k, 16) block (numba), the 16x16 layer is one
@@ -496,8 +541,7 @@ def cluster_weights(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndar
     H1 = _gather_relu(A.astype(np.float32), B.astype(np.float32), nb)
     S = _relu_sum(H1 @ w["r1_W2"].astype(np.float32), w["r1_b2"], n, k)
     E = S @ w["r1_W3"] + k * w["r1_b3"]                     # sum_l f_R1(X_i, X_l), (n, 4)
-    Y = np.maximum(np.hstack([X, E]) @ w["o1_W1"] + w["o1_b1"], 0.0) @ w["o1_W2"] + w["o1_b2"]
-    return _softmax_columns(Y)
+    return np.maximum(np.hstack([X, E]) @ w["o1_W1"] + w["o1_b1"], 0.0) @ w["o1_W2"] + w["o1_b2"]
 
 
 @njit(cache=True, fastmath=True)

@@ -137,3 +137,26 @@ def test_initial_weights_already_partition_the_contact_set(engaged):
     spread = np.linalg.norm(reps.x_w - reps.x_w.mean(0), axis=1).mean()
     node_spread = np.linalg.norm(nodes.x_w - nodes.x_w.mean(0), axis=1).mean()
     assert spread > 0.5 * node_spread
+
+
+def test_fused_tilted_averages_equal_the_plain_formula(engaged):
+    """The one-pass kernel equals depth_tilted() on softmax(Y), and the same formula in the
+    log domain where the scores are so spread that W itself underflows."""
+    from scipy.special import logsumexp
+    model, st, nodes = engaged
+    rng = np.random.default_rng(11)
+    t = (nodes.d - nodes.d.min()) / CI.SOFT_MIN_DEPTH
+    for spread in (0.1, 5.0, 80.0, 400.0):
+        Y = rng.normal(0.0, spread, (len(nodes), CI.M_C))
+        L = Y - t[:, None]
+        P = np.exp(L - logsumexp(L, axis=0))
+        dr = nodes.d.min() - CI.SOFT_MIN_DEPTH * (logsumexp(L, axis=0) - logsumexp(Y, axis=0))
+        if spread <= 5.0:                       # W is representable: the plain path agrees
+            P0, dr0 = CI.depth_tilted(CI._softmax_columns(Y), nodes.d)
+            assert np.abs(P0 - P).max() < 1e-12 and np.abs(dr0 - dr).max() < 1e-15
+        nr = P.T @ nodes.n_w
+        nr /= np.linalg.norm(nr, axis=1, keepdims=True)
+        xr2, nr2, dr2 = CI._tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, CI.SOFT_MIN_DEPTH)
+        assert np.abs(xr2 - P.T @ nodes.x_w).max() < 1e-12
+        assert np.abs(nr2 - nr).max() < 1e-9
+        assert np.abs(dr2 - dr).max() < 1e-15
