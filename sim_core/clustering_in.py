@@ -213,31 +213,14 @@ def _knn_table(x, idx, table, k):
         if m < k:                          # too few engaged in the row: scan them all
             m = 0
             for b in range(n):
-                if b == a:
-                    continue
-                d = 0.0
-                for c in range(3):
-                    t = x[b, c] - x[a, c]
-                    d += t * t
-                if m < k:
-                    q = m
-                    m += 1
-                elif d < bd[k - 1]:
-                    q = k - 1
-                else:
-                    continue
-                while q > 0 and bd[q - 1] > d:
-                    bd[q] = bd[q - 1]
-                    bi[q] = bi[q - 1]
-                    q -= 1
-                bd[q] = d
-                bi[q] = b
+                if b != a:
+                    m = _insert(x, a, b, bd, bi, m, k)
             for q in range(k):
                 out[a, q] = bi[q]
     return out
 
 
-KNN_POINTS_PER_CELL = 8.0    # grid cell volume = box volume x this / n (tuned on engaged node sets)
+KNN_POINTS_PER_CELL = 8.0    # grid cell volume = box volume x this / n (0.5 to 8 timed alike on engaged sets)
 
 
 @njit(cache=True)
@@ -252,25 +235,32 @@ def _scan_cell(x, i, c, start, order, bd, bi, m, k):
     """Insert the points of cell c into point i's sorted k-best list; returns its length."""
     for p in range(start[c], start[c + 1]):
         j = order[p]
-        if j == i:
-            continue
-        d = 0.0
-        for a in range(3):
-            t = x[j, a] - x[i, a]
-            d += t * t
-        if m < k:
-            q = m
-            m += 1
-        elif d < bd[k - 1]:
-            q = k - 1
-        else:
-            continue
-        while q > 0 and bd[q - 1] > d:
-            bd[q] = bd[q - 1]
-            bi[q] = bi[q - 1]
-            q -= 1
-        bd[q] = d
-        bi[q] = j
+        if j != i:
+            m = _insert(x, i, j, bd, bi, m, k)
+    return m
+
+
+@njit(cache=True)
+def _insert(x, i, j, bd, bi, m, k):
+    """Point j into point i's distance-sorted k-best list (bd squared distances, bi indices,
+    m entries so far); returns the new length."""
+    d = 0.0
+    for a in range(3):
+        t = x[j, a] - x[i, a]
+        d += t * t
+    if m < k:
+        q = m
+        m += 1
+    elif d < bd[k - 1]:
+        q = k - 1
+    else:
+        return m
+    while q > 0 and bd[q - 1] > d:
+        bd[q] = bd[q - 1]
+        bi[q] = bi[q - 1]
+        q -= 1
+    bd[q] = d
+    bi[q] = j
     return m
 
 

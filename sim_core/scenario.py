@@ -66,7 +66,6 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     bounds = tuple(sdf.bounds)
     if cfg["contact"]["detector"] == "neural":
         from .neural_sdf import WeightsError, load as load_weights
-        from .paths import assets_dir
         name = cfg["parts"]["static"]
         try:
             sdf = load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=static, part=name)
@@ -84,6 +83,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
             raise config_mod.ConfigError(f"{src}: contact.cspace = \"on\": {e}") from None
     net = None
     if c["clustering"] == "learned":
+        from .weights import WeightsError
         try:
             net = clustering_in.load(assets_dir() / "clustering" / f"{task}.npz", task=task)
         except WeightsError as e:
