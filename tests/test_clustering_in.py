@@ -1,6 +1,6 @@
 """Learned clustering's networks (seed 000 eqs. (4)-(6)): the fast path against the plain
-pair-by-pair formula, the weights' normalization, the surface projection and the normal
-rotation."""
+pair-by-pair formula, the weights' normalization, the representatives' depth and normal,
+and the normal rotation."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,6 @@ from sim_core import broadphase, clustering_in as CI, detection, scenario
 REF_TOL = 1e-12      # float64 paths that only regroup sums: rounding only
 SCORE_TOL = 2e-4     # the fast path's pair block is float32 (relative 6e-8 per operation, over
                      # sums of ~200 terms of scores of size ~10): |log W - log W_ref| bound
-LEVEL_TOL = 5e-6     # m: three Newton steps onto a level set of a network SDF near thread corners
 
 
 @pytest.fixture(scope="module")
@@ -106,16 +105,26 @@ def test_soft_min_depth_lies_between_the_deepest_member_and_the_weighted_mean():
     assert np.allclose(CI.soft_min_depth(W, d, delta=1.0), W.T @ d, rtol=0, atol=1e-8)   # wide delta: the mean
 
 
-def test_representatives_sit_at_their_soft_min_depth_with_unit_normals(engaged):
+def test_representatives_are_tilted_averages_with_the_surface_normal_turned(engaged):
+    """Each representative is its depth-tilted average at its soft-min depth; its normal is
+    the static SDF's gradient there, turned by eq. (6)'s angles."""
     model, st, nodes = engaged
-    net = CI.INClustering.initial(2)
-    reps = CI.cluster(net, nodes, st, np.zeros(6), model)
+    net = CI.INClustering.initial(2, scale=1.0)                 # turns of a visible size
+    f_ext = np.zeros(6)
+    reps = CI.cluster(net, nodes, st, f_ext, model)
     assert len(reps) == CI.M_C
-    xs = (reps.x_w - model.p_ws) @ model.R_ws
-    d, _ = model.sdf.query(xs)
-    assert np.abs(d - reps.d).max() < LEVEL_TOL
-    assert np.allclose(np.linalg.norm(reps.n_w, axis=1), 1.0)
+    X = CI.node_features(nodes.x_w, st, f_ext, model)
+    Y = CI.cluster_scores(net, X, CI._neighbours(nodes.x_w, CI.K_NEIGHBOURS, nodes.idx, model.node_nb))
+    xr, _, dr = CI._tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, CI.SOFT_MIN_DEPTH)
+    assert np.abs(reps.x_w - xr).max() < 1e-15 and np.abs(reps.d - dr).max() < 1e-18
     assert reps.d.min() >= nodes.d.min() - 1e-12 and reps.d.max() <= nodes.d.max() + 1e-12
+    _, g = model.sdf.query((reps.x_w - model.p_ws) @ model.R_ws)
+    n0 = g @ model.R_ws.T
+    Xr = np.hstack([CI.node_features(reps.x_w, st, f_ext, model), n0])
+    ang = CI._normal_angles_reference(net, Xr)
+    assert np.abs(ang).max() > 1e-3
+    assert np.abs(reps.n_w - CI._rotate_all(n0, ang[:, 0], ang[:, 1])).max() < 1e-9
+    assert np.allclose(np.linalg.norm(reps.n_w, axis=1), 1.0)
 
 
 def test_normal_rotation_turns_by_the_predicted_angles():
