@@ -34,11 +34,12 @@ from numba import njit
 
 from .model import Contacts
 
-FORMAT = "tightsim-in-clustering-1"
+FORMAT = "tightsim-in-clustering-2"
 K_NEIGHBOURS = 10
 M_C = 12
 MAX_ANGLE = 0.2          # rad, the largest normal rotation eq. (6) may apply
-SOFT_MIN_DEPTH = 1e-6   # m: delta of the representative's soft-min depth (see soft_min_depth)
+SOFT_MIN_DEPTH = 1e-6   # m: default delta of the soft-min depth (each weight file carries its own)
+DELTA_GRID = (1e-6, 2e-6, 3e-6, 5e-6, 1e-5)   # m: deltas training chooses from on validation
 # scales of X = [x (m); q; v (m/s); w (rad/s); f (N); tau (N m)]: x relative to the static frame
 SCALES = np.array([0.06] * 3 + [1.0] * 4 + [0.05] * 3 + [7.0] * 3 + [30.0] * 3 + [1.5] * 3)
 SHAPES = {  # name -> shape; the order is the flat parameter vector's (CMA-ES works on it)
@@ -56,6 +57,7 @@ N_PARAMS = int(sum(np.prod(s) for s in SHAPES.values()))
 class INClustering:
     """The two interaction networks' weights (float64)."""
     w: dict
+    delta: float = SOFT_MIN_DEPTH   # m, the depth tilt's scale (``depth_tilted``)
 
     @staticmethod
     def from_vector(theta: np.ndarray) -> "INClustering":
@@ -469,7 +471,7 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
         return nodes
     X = node_features(nodes.x_w, state, f_ext, model)
     Y = cluster_scores(net, X, _neighbours(nodes.x_w, k, nodes.idx, getattr(model, "node_nb", None)))
-    xr, nr, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, SOFT_MIN_DEPTH)
+    xr, nr, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, net.delta)
     return _finish(net, xr, nr, dr, model, state, f_ext)
 
 
@@ -615,7 +617,8 @@ def weights_reference(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.nd
 
 def save(path, net: INClustering, task: str) -> None:
     from .weights import save_npz
-    save_npz(path, {"format": np.array(FORMAT), "task": np.array(task), "theta": net.vector()})
+    save_npz(path, {"format": np.array(FORMAT), "task": np.array(task), "theta": net.vector(),
+                    "delta": np.array(float(net.delta))})
 
 
 def load(path, task: str | None = None) -> INClustering:
@@ -624,4 +627,8 @@ def load(path, task: str | None = None) -> INClustering:
     f = read_npz(path, f"train it: tightsim train clustering --task {task or 'TASK'}")
     f.expect("format", FORMAT)
     f.same("task", task, "task")
-    return INClustering.from_vector(f.array("theta", (N_PARAMS,)))
+    net = INClustering.from_vector(f.array("theta", (N_PARAMS,)))
+    net.delta = float(f.array("delta", ()))
+    if not 1e-9 <= net.delta <= 1e-3:
+        raise f.error(f"field 'delta' is {net.delta:g} m, expected 1e-9 to 1e-3 (the depth tilt's scale)")
+    return net

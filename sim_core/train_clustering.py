@@ -114,7 +114,10 @@ def wrench_errors(model, samples, clusterer) -> np.ndarray:
 
 
 def loss(model, samples, theta) -> float:
-    net = clustering_in.INClustering.from_vector(theta)
+    return loss_of(model, samples, clustering_in.INClustering.from_vector(theta))
+
+
+def loss_of(model, samples, net) -> float:
     e = wrench_errors(model, samples,
                       lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model))
     return float(np.sqrt(np.mean(e ** 2)))
@@ -191,11 +194,18 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     finally:
         if pool is not None:
             pool.close()
-    clustering_in.save(out.with_suffix(".npz"), clustering_in.INClustering.from_vector(best[1]), model.task)
+    net = clustering_in.INClustering.from_vector(best[1])
+    deltas = {}
+    for d in clustering_in.DELTA_GRID:           # the depth tilt's scale: a hyperparameter, on validation
+        net.delta = d
+        deltas[d] = loss_of(model, val, net)
+    net.delta = min(deltas, key=deltas.get)
+    clustering_in.save(out.with_suffix(".npz"), net, model.task)
     rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,
            "validation_samples": len(val), "generations": int(es.countiter), "popsize": int(es.popsize),
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
            "best_generation": best[2], "start_validation_loss_N": float(loss(model, val, x0)),
+           "delta_m": net.delta, "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
            "replay_dt_s": model.dt, "detector": model.sdf.__class__.__name__,
            "seed": settings.seed, "seconds": round(time.perf_counter() - t0, 1)}
     out.with_suffix(".json").write_text(json.dumps(rep, indent=1) + "\n")

@@ -45,6 +45,8 @@ def test_ft_style_file_trains_end_to_end_and_resumes(ref, tmp_path):
     assert rep["generations"] == 2 and np.isfinite(rep["best_loss_N"])
     net = clustering_in.load(tmp_path / "peg.npz", task="peg_in_hole")
     assert net.vector().shape == (clustering_in.N_PARAMS,)
+    by = rep["validation_loss_by_delta_N"]                # the depth tilt's scale, chosen on validation
+    assert net.delta == rep["delta_m"] and by[f"{net.delta:g}"] == min(by.values())
     s.generations = 3
     rep2 = TC.train(ref["peg_in_hole"], tmp_path / "peg", s, resume=True, progress=False)
     assert rep2["generations"] == 3 and rep2["best_loss_N"] <= rep["best_loss_N"] + 1e-12
@@ -62,6 +64,13 @@ def test_bad_clustering_weights_give_one_line_errors(tmp_path):
     with pytest.raises(WeightsError, match="shape") as e:
         clustering_in.load(tmp_path / "short.npz")
     assert "\n" not in str(e.value)
+    for bad, msg in ((np.array(-1e-6), "delta"), (np.array(np.nan), "NaN")):
+        z = dict(np.load(good))
+        z["delta"] = bad
+        np.savez(tmp_path / "bad.npz", **z)
+        with pytest.raises(WeightsError, match=msg) as e:
+            clustering_in.load(tmp_path / "bad.npz")
+        assert "\n" not in str(e.value) and "bad.npz" in str(e.value)
 
 
 def test_replay_at_the_simulator_step_averages_each_window(ref):
