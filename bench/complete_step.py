@@ -41,6 +41,20 @@ def max_pen(res) -> float:
     return max(res.exact_max_pen) if res.exact_max_pen else max(res.max_pen)
 
 
+def variant(cfg: dict, **contact) -> dict:
+    """A copy of the scenario config with some contact keys changed."""
+    c = copy.deepcopy(cfg)
+    c["contact"].update(contact)
+    return c
+
+
+def stage_and_step(res, stage: str) -> str:
+    v = np.array(res.stage_times[stage]) * 1e3
+    st = np.array(res.step_times) * 1e3
+    return (f"{stage} stage {np.median(v):.3f} / {np.percentile(v, 99):.3f} ms, "
+            f"step {np.median(st):.3f} / {np.percentile(st, 99):.3f} ms")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", nargs="+", default=["peg_in_hole", "bolting"])
@@ -57,24 +71,12 @@ def main(argv=None) -> int:
             print(f"  {s:12s} {np.median(v):10.3f} {np.percentile(v, 99):10.3f}")
         print(f"  {'step':12s} {np.median(steps):10.3f} {np.percentile(steps, 99):10.3f}   "
               f"(targets: median <= 5, p99 <= 10)")
-        c = copy.deepcopy(cfg)
-        c["contact"]["cspace"] = "on"
-        _, _, res_c = run(c, task + " with C-space")
-        v = np.array(res_c.stage_times["cspace"]) * 1e3
-        st = np.array(res_c.step_times) * 1e3
-        print(f"  with the C-space row on: cspace stage {np.median(v):.3f} / {np.percentile(v, 99):.3f} ms, "
-              f"step {np.median(st):.3f} / {np.percentile(st, 99):.3f} ms (median / p99)")
-        g = copy.deepcopy(cfg)
-        g["contact"]["clustering"] = "learned"
-        _, state_g, res_g = run(g, task + " with learned clustering")
-        v = np.array(res_g.stage_times["clustering"]) * 1e3
-        st = np.array(res_g.step_times) * 1e3
-        print(f"  with learned clustering: clustering stage {np.median(v):.3f} / {np.percentile(v, 99):.3f} ms, "
-              f"step {np.median(st):.3f} / {np.percentile(st, 99):.3f} ms; {figure(res_g, state_g)}, "
+        _, _, res_c = run(variant(cfg, cspace="on"), task + " with C-space")
+        print(f"  with the C-space row on: {stage_and_step(res_c, 'cspace')} (median / p99)")
+        _, state_g, res_g = run(variant(cfg, clustering="learned"), task + " with learned clustering")
+        print(f"  with learned clustering: {stage_and_step(res_g, 'clustering')}; {figure(res_g, state_g)}, "
               f"max penetration {max_pen(res_g) * 1e6:.1f} um")
-        b = copy.deepcopy(cfg)
-        b["contact"]["detector"], b["contact"]["solver"], b["contact"]["clustering"] = "exact", "pgs", "kmeans"
-        _, state_b, res_b = run(b, task + " baseline")
+        _, state_b, res_b = run(variant(cfg, detector="exact", solver="pgs", clustering="kmeans"), task + " baseline")
         print(f"  complete pipeline: {figure(res, state)}, max penetration {max_pen(res) * 1e6:.1f} um (exact SDF)")
         print(f"  baseline pipeline (exact SDF, PGS, same arm): {figure(res_b, state_b)}, "
               f"max penetration {max_pen(res_b) * 1e6:.1f} um")
