@@ -194,9 +194,9 @@ def cmd_train_clustering(a) -> int:
                                             seed=a.seed, workers=a.workers, ray=a.ray,
                                             replay_dt=a.replay_dt, detector=a.detector)
     rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
-    print(f"{a.task}: validation loss {rep['best_loss_N']:.3f} N at generation {rep['best_generation']} "
-          f"of {rep['generations']} (start {rep['start_validation_loss_N']:.3f} N, population {rep['popsize']}) "
-          f"-> {out.with_suffix('.npz')}")
+    print(f"{a.task}: weights of generation {rep['best_generation']} of {rep['generations']} (population "
+          f"{rep['popsize']}), delta {rep['delta_m'] * 1e6:g} um: validation loss {rep['validation_loss_N']:.3f} N "
+          f"(start {rep['start_validation_loss_N']:.3f} N) -> {out.with_suffix('.npz')}")
     return 0
 
 

@@ -54,7 +54,9 @@ def session_step(model, state: State, inp: Inputs) -> tuple[State, object, State
     V_at = np.concatenate([inp.v_set_w, inp.R_set_w.T @ inp.w_set_w])
     at = State(state.t, inp.p_set_w, inp.R_set_w, V_at)
     F0, B = drive.linearize(model, state, inp)
-    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, at, F0 - B @ state.V)
+    f = F0 - B @ state.V                            # the drive's pull on the part, [f_w; tau in its body axes]
+    f_at = np.concatenate([f[:3], at.R_wb.T @ state.R_wb @ f[3:]])   # the torque in the proxy's body axes
+    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, at, f_at)
     if len(reps):
         r_b = (reps.x_w - at.p_w) @ at.R_wb
         x_part = state.p_w + r_b @ state.R_wb.T

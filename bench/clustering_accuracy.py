@@ -60,7 +60,7 @@ def evaluate(data_path: Path, n: int, net, methods=tuple(METHODS), held_out: boo
     else:
         idx = np.arange(len(data))
     model = TC.model_for(data)
-    samples = TC.prepare(model, data, idx[:: max(1, len(idx) // (3 * n))])[:n]
+    samples = TC.spread(TC.prepare(model, data, idx[:: max(1, len(idx) // (3 * n))]), n)
     c = model.contact
     out = {k: [] for k in methods}
     times = []

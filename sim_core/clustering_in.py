@@ -2,7 +2,7 @@
 Sec. V.B): N_c contact nodes -> M_c = 12 representatives, at run time in NumPy (no torch).
 
 Per contact node i the input is X_i = [x; q; v; w; f; tau] in R^19 (eq. (4)): the node's
-position (world), the part's orientation (quaternion w, x, y, z), the node's velocity and
+position (in the static part's frame), the part's orientation (quaternion w, x, y, z), the node's velocity and
 the part's angular velocity (world), and the external force and its moment about the node
 (world) -- each scaled to about [-1, 1] by fixed ``SCALES``.
 
@@ -16,8 +16,8 @@ the part's angular velocity (world), and the external force and its moment about
   closed loop: see ``depth_tilted`` and ``_finish``.)
 * eq. (6): the normals are turned by (theta1, theta2) = f_O2(Xbar_j, sum_{l != j}
   f_R2(Xbar_j, Xbar_l)), Xbar_j = [X_j; n_j] in R^22; f_R2: 44 -> 16 -> 16 -> 4, f_O2:
-  26 -> 8 -> 2, angles = ``MAX_ANGLE`` tanh(.): n <- R_n(theta1) R_t(theta2) n (tilt by
-  theta2 about a tangent, then about n by theta1).
+  26 -> 8 -> 2, angles = ``MAX_ANGLE`` tanh(.): n <- R_n(theta1) R_t(theta2) n (lean by
+  theta2 toward the static part's axis, then turn about n by theta1; ``_rotate_all``).
 
 Pair sums are taken without forming the 38-wide pair inputs: the first layer of f_R1 splits
 into W_a X_i + W_b X_l, and the last layer is linear, so only the second hidden layer is
@@ -58,6 +58,10 @@ class INClustering:
     """The two interaction networks' weights (float64)."""
     w: dict
     delta: float = SOFT_MIN_DEPTH   # m, the depth tilt's scale (``depth_tilted``)
+
+    def __post_init__(self):
+        for a in self.w.values():          # read-only: the float32 copies below cannot go stale
+            a.flags.writeable = False
 
     @staticmethod
     def from_vector(theta: np.ndarray) -> "INClustering":
@@ -392,18 +396,23 @@ def _normal_angles_reference(net: INClustering, Xr: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _rotate_all(n, th1, th2):
-    """R_n(th1) R_t(th2) n for unit rows n (m, 3): tilt by th2 toward b = n x t, t the
-    tangent from the least-aligned world axis, then turn the result about n by th1
-    (Rodrigues)."""
+def _rotate_all(n, th1, th2, axis):
+    """R_n(th1) R_t(th2) n for unit rows n (m, 3): tilt by th2 toward b = n x t, where
+    t = axis x n / |axis x n| is the direction around the static part's axis (so b is the
+    axis' direction within n's tangent plane: a positive th2 leans the normal toward +axis,
+    the same on every side of the part), then turn the result about n by th1 (Rodrigues).
+    A normal along the axis takes t from the world x (or y) direction instead."""
     m = n.shape[0]
     out = np.empty((m, 3))
     for j in range(m):
         nx, ny, nz = n[j, 0], n[j, 1], n[j, 2]
-        ax, ay = (1.0, 0.0) if abs(nx) < 0.6 else (0.0, 1.0)
-        dot = ax * nx + ay * ny
-        tx, ty, tz = ax - dot * nx, ay - dot * ny, -dot * nz
+        tx, ty, tz = axis[1] * nz - axis[2] * ny, axis[2] * nx - axis[0] * nz, axis[0] * ny - axis[1] * nx
         tl = math.sqrt(tx * tx + ty * ty + tz * tz)
+        if tl < 1e-6:                           # along the axis: any tangent will do
+            ax, ay = (1.0, 0.0) if abs(nx) < 0.6 else (0.0, 1.0)
+            dot = ax * nx + ay * ny
+            tx, ty, tz = ax - dot * nx, ay - dot * ny, -dot * nz
+            tl = math.sqrt(tx * tx + ty * ty + tz * tz)
         tx, ty, tz = tx / tl, ty / tl, tz / tl
         bx, by, bz = ny * tz - nz * ty, nz * tx - nx * tz, nx * ty - ny * tx
         c2, s2 = math.cos(th2[j]), math.sin(th2[j])
@@ -417,9 +426,9 @@ def _rotate_all(n, th1, th2):
     return out
 
 
-def _rotate(n: np.ndarray, th1: float, th2: float) -> np.ndarray:
+def _rotate(n: np.ndarray, th1: float, th2: float, axis=(0.0, 0.0, 1.0)) -> np.ndarray:
     """One normal: ``_rotate_all`` on a single row."""
-    return _rotate_all(n[None, :], np.array([th1]), np.array([th2]))[0]
+    return _rotate_all(n[None, :], np.array([th1]), np.array([th2]), np.asarray(axis, float))[0]
 
 
 def _finish(net, xr, nr, dr, model, state, f_ext) -> Contacts:
@@ -440,7 +449,7 @@ def _finish(net, xr, nr, dr, model, state, f_ext) -> Contacts:
     w = net.w
     ang = _normal_angles(Xr, w["r2_Wa"], w["r2_Wb"], w["r2_b1"], w["r2_W2"], w["r2_b2"], w["r2_W3"],
                          w["r2_b3"], w["o2_W1"], w["o2_b1"], w["o2_W2"], w["o2_b2"], MAX_ANGLE)
-    nr = _rotate_all(nr, ang[:, 0], ang[:, 1])
+    nr = _rotate_all(nr, ang[:, 0], ang[:, 1], np.ascontiguousarray(model.R_ws[:, 2]))
     return Contacts(xr, nr, dr)
 
 
@@ -472,8 +481,8 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
     Every detected node takes part, the speculative band included: at the simulator's 10 ms
     step most contact sets have fewer than 12 penetrating nodes, and the band is where the
     next step's contacts come from.  Each representative is the depth-tilted average
-    (``depth_tilted``) of the nodes its softmax weights select, put back on the static
-    part's level set of its soft-min depth, with its normal turned by eq. (6).  At most M_c
+    (``depth_tilted``) of the nodes its softmax weights select, at its soft-min depth, with
+    the static SDF's normal there turned by eq. (6).  At most M_c
     detected nodes are the representatives themselves."""
     if len(nodes) <= M_C:
         return nodes
@@ -486,9 +495,10 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
 @njit(cache=True)
 def _tilted_averages(Y, x, nrm, d, delta):
     """From the scores Y (n, M_c) in one pass per representative: the depth-tilted averages
-    of positions and normals and the soft-min depths, equal to ``depth_tilted`` applied to
-    softmax(Y) without forming W (terms below e^-SOFTMAX_CUT of their column's largest are
-    skipped)."""
+    of positions and normals and the soft-min depths: ``depth_tilted`` of the exact softmax
+    of Y, without forming W.  Terms below e^-SOFTMAX_CUT of the largest term of their own sum
+    are skipped (``_softmax_columns``' cut, applied before the tilt, would drop a deep node
+    whose score is far down; this pass does not)."""
     n, m = Y.shape
     dmin = d.min()
     xr = np.zeros((m, 3))

@@ -119,7 +119,8 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     e = np.concatenate([p_t - p_g, R_g @ log_so3(R_g.T @ R_t)])
     G = _grasp_map(part.R_wb, setup.grasp_p)
     e_dot = J @ st.qd - G @ part.V
-    f_grasp = G.T @ (setup.K_c * e + setup.D_c * e_dot) + inp.f_ext
+    # as the drive's wrench F0 - B V_k: the spring plus the midpoint damping K T / 2 + D
+    f_grasp = G.T @ (setup.K_c * e + (setup.K_c * T / 2 + setup.D_c) * e_dot) + inp.f_ext
     laps.lap("arm")
     reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, part, f_grasp, laps)
     row = cspace.row_for(model, part) if model.contact.solver == "sor" else None

@@ -97,6 +97,14 @@ def prepare(model, data, idx) -> list:
     return out
 
 
+def spread(samples: list, n: int) -> list:
+    """At most n of the samples, evenly over the list (not its first n: those would be the
+    earliest episodes only)."""
+    if len(samples) <= n:
+        return samples
+    return [samples[i] for i in np.linspace(0, len(samples) - 1, n).round().astype(int)]
+
+
 def simulated_wrench(model, sample, reps) -> np.ndarray:
     st, f_ext, _, _ = sample
     return solver_sor.solve(model, st, reps, f_ext, np.zeros((6, 6)))[1]
@@ -157,7 +165,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
         vidx = idx                                   # a single training episode: validate on it
     model = model_for(data, settings.replay_dt, settings.detector)
     samples = prepare(model, data, idx)             # in the parent: how many touch, for batching
-    val = prepare(model, data, vidx[:: max(1, len(vidx) // (3 * VALIDATION_SAMPLES))])[:VALIDATION_SAMPLES]
+    val = spread(prepare(model, data, vidx[:: max(1, len(vidx) // (3 * VALIDATION_SAMPLES))]), VALIDATION_SAMPLES)
     if not samples or not val:
         raise ValueError(f"{data_path}: no training or validation sample has contact")
     rng = np.random.default_rng(settings.seed)
@@ -166,7 +174,9 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     if resume and ckpt.exists():
         es = pickle.loads(ckpt.read_bytes())
         rng = es.tightsim_rng
-        best = getattr(es, "tightsim_best", None) or (loss(model, val, x0), x0, 0)
+        prev = getattr(es, "tightsim_best", None)     # re-scored: the data, the validation samples
+        best = (loss(model, val, prev[1]), prev[1], prev[2]) if prev else (loss(model, val, x0), x0, 0)
+        # or the model may have changed since the checkpoint, and losses are only compared on one set
     else:
         best = (loss(model, val, x0), x0, 0)         # (validation loss, weights, generation)
         opts = {"seed": settings.seed + 1, "verbose": -9}
@@ -205,7 +215,8 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
            "validation_samples": len(val), "generations": int(es.countiter), "popsize": int(es.popsize),
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
            "best_generation": best[2], "start_validation_loss_N": float(loss(model, val, x0)),
-           "delta_m": net.delta, "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
+           "delta_m": net.delta, "validation_loss_N": float(deltas[net.delta]),
+           "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
            "replay_dt_s": model.dt, "detector": model.sdf.__class__.__name__,
            "seed": settings.seed, "seconds": round(time.perf_counter() - t0, 1)}
     out.with_suffix(".json").write_text(json.dumps(rep, indent=1) + "\n")

@@ -123,12 +123,15 @@ def test_representatives_are_tilted_averages_with_the_surface_normal_turned(enga
     Xr = np.hstack([CI.node_features(reps.x_w, st, f_ext, model), n0])
     ang = CI._normal_angles_reference(net, Xr)
     assert np.abs(ang).max() > 1e-3
-    assert np.abs(reps.n_w - CI._rotate_all(n0, ang[:, 0], ang[:, 1])).max() < 1e-9
+    assert np.abs(reps.n_w - CI._rotate_all(n0, ang[:, 0], ang[:, 1], model.R_ws[:, 2].copy())).max() < 1e-9
     assert np.allclose(np.linalg.norm(reps.n_w, axis=1), 1.0)
 
 
 def test_normal_rotation_turns_by_the_predicted_angles():
+    """theta2 leans the normal toward the part's axis by exactly theta2, the same way on every
+    side of the part (continuous around the axis), and theta1 turns about n."""
     rng = np.random.default_rng(0)
+    axis = np.array([0.0, 0.0, 1.0])
     for _ in range(50):
         n = rng.normal(size=3)
         n /= np.linalg.norm(n)
@@ -136,6 +139,15 @@ def test_normal_rotation_turns_by_the_predicted_angles():
         m = CI._rotate(n, th1, th2)
         assert abs(np.linalg.norm(m) - 1) < 1e-12
         assert abs(np.arccos(np.clip(m @ n, -1, 1)) - abs(th2)) < 1e-9    # tilt = theta2
+        lean = CI._rotate(n, 0.0, th2)
+        assert np.sign(lean @ axis - n @ axis) == np.sign(th2)             # toward +axis for th2 > 0
+    # around the axis: radial normals all lean up by the same amount, with no jump anywhere
+    phi = np.linspace(0, 2 * np.pi, 721)
+    radial = np.stack([np.cos(phi), np.sin(phi), np.zeros_like(phi)], 1)
+    up = CI._rotate_all(radial, np.zeros(721), np.full(721, 0.2), axis)
+    assert np.allclose(up[:, 2], np.sin(0.2), atol=1e-12)
+    along = CI._rotate(axis, 0.1, 0.2)                                      # a normal on the axis
+    assert abs(np.arccos(np.clip(along @ axis, -1, 1)) - 0.2) < 1e-9
 
 
 def test_initial_weights_already_partition_the_contact_set(engaged):

@@ -98,3 +98,43 @@ def test_learned_clustering_is_selectable_and_its_contacts_are_the_networks():
         m2, s2 = scenario.build(cfg, f"peg in hole ({how})")
         assert m2.clustering_net is None
         assert np.all(np.isfinite(scenario.simulate(m2, s2, 0.3).final.p_w))
+
+
+def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
+    """The learned clustering's f input is the drive's pull F0 - B V on the part (part alone)
+    and the grasp's wrench G^T (K_c e + (K_c T/2 + D_c) e_dot) in the complete step, computed
+    here independently from the arm's forward kinematics."""
+    from sim_core import clustering_in, drive, pipeline
+    from sim_core.math3d import log_so3
+    seen = []
+    real = clustering_in.cluster
+    monkeypatch.setattr(clustering_in, "cluster", lambda net, nodes, st, f, model, **k: seen.append(f.copy()) or real(net, nodes, st, f, model, **k))
+    _, _, cfg = scenario.load("peg_in_hole")
+    cfg["contact"]["clustering"] = "learned"
+    cfg["arm"]["robot"] = "off"
+    model, state = scenario.build(cfg, "peg (drive, learned)")
+    st = scenario.simulate(model, state, 1.2).final                 # in the bore
+    inp = scenario.inputs_at(model, st.t)
+    seen.clear()
+    pipeline.step(model, st, inp)
+    F0, B = drive.linearize(model, st, inp)
+    assert len(seen) == 1 and np.allclose(seen[0], F0 - B @ st.V, rtol=0, atol=1e-12)
+    cfg["arm"]["robot"] = "panda"
+    model, state = scenario.build(cfg, "peg (arm, learned)")
+    full = complete.start(model.arm, state)
+    for _ in range(120):
+        full, _ = complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
+    seen.clear()
+    complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
+    s, arm, part, T = model.arm, model.arm.arm, full.part, model.dt
+    R_t, p_t = arm.tcp_pose(full.q)
+    R_g, p_g = part.R_wb @ s.grasp_R, part.p_w + part.R_wb @ s.grasp_p
+    e = np.concatenate([p_t - p_g, R_g @ log_so3(R_g.T @ R_t)])
+    r = part.R_wb @ s.grasp_p                                      # grasp point from the centre, world
+    v_g = part.V[:3] + np.cross(part.R_wb @ part.V[3:], r)         # its velocity
+    w_g = part.R_wb @ part.V[3:]
+    e_dot = arm.tcp_jacobian(full.q) @ full.qd - np.concatenate([v_g, w_g])
+    F = s.K_c * e + (s.K_c * T / 2 + s.D_c) * e_dot                # the grasp's wrench at the grasp point
+    want = np.concatenate([F[:3], part.R_wb.T @ (F[3:] + np.cross(r, F[:3]))])   # [f_w; tau about the centre, body]
+    assert len(seen) == 1 and np.allclose(seen[0], want, rtol=1e-9, atol=1e-9)
+    assert np.linalg.norm(want[:3]) > 0.1                          # the grasp is pulling
