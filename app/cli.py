@@ -192,7 +192,8 @@ def cmd_train_clustering(a) -> int:
     out = Path(a.out) if a.out else assets_dir() / "clustering" / a.task
     s = train_clustering.ClusteringSettings(generations=a.generations, popsize=a.popsize, batch=a.batch,
                                             seed=a.seed, workers=a.workers, ray=a.ray,
-                                            replay_dt=a.replay_dt, detector=a.detector)
+                                            replay_dt=a.replay_dt, detector=a.detector,
+                                            penetration=a.penetration, init=a.init)
     rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
     print(f"{a.task}: weights of generation {rep['best_generation']} of {rep['generations']} (population "
           f"{rep['popsize']}), delta {rep['delta_m'] * 1e6:g} um: validation loss {rep['validation_loss_N']:.3f} N "
@@ -277,6 +278,9 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("--replay-dt", type=float, default=0.0, metavar="S",
                     help="step of the replay (default: the scenario's, 0.01 s, against 1 ms data)")
     tl.add_argument("--detector", choices=("exact", "neural"), help="detection in the replay (default: the scenario's)")
+    tl.add_argument("--penetration", type=float, default=0.0, metavar="N_PER_M",
+                    help="loss weight on how much deeper a replayed step leaves a detected node (default 0)")
+    tl.add_argument("--init", metavar="FILE", help="start from these clustering weights (default: the sector start)")
     tl.add_argument("--out", metavar="STEM", help="output stem (default: assets/clustering/TASK)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
     tl.set_defaults(fn=cmd_train_clustering)

@@ -51,6 +51,8 @@ class ClusteringSettings:
     ray: str | None = None
     replay_dt: float = 0.0      # s, the step of the replay (0: the scenario's, the simulator's own step)
     detector: str | None = None  # "exact" | "neural" (None: the scenario's)
+    penetration: float = 0.0    # N/m: loss weight on how much deeper a step leaves a detected node
+    init: str | None = None     # weight file to start from (None: the seeded sector start)
 
 
 def model_for(data, dt: float = 0.0, detector: str | None = None):
@@ -111,24 +113,32 @@ def simulated_wrench(model, sample, reps) -> np.ndarray:
 
 
 def wrench_errors(model, samples, clusterer) -> np.ndarray:
-    """(n, 2): force error (N) and torque error / TORQUE_ARM (N) per sample."""
-    out = np.empty((len(samples), 2))
+    """(n, 3) per sample: force error (N), torque error / TORQUE_ARM (N), and how much deeper
+    the step leaves its deepest-going detected node than it was (m, first order: d + T n.v+;
+    zero when no node goes deeper) -- what the representatives left free."""
+    out = np.empty((len(samples), 3))
     for k, s in enumerate(samples):
+        st, _, nodes, ref = s
         reps = clusterer(s)
-        w = simulated_wrench(model, s, reps)
-        e = w - s[3]
-        out[k] = np.linalg.norm(e[:3]), np.linalg.norm(e[3:]) / TORQUE_ARM
+        V1, w = solver_sor.solve(model, st, reps, s[1], np.zeros((6, 6)))[:2]
+        e = w - ref
+        r = nodes.x_w - st.p_w
+        v = V1[:3] + np.cross(st.R_wb @ V1[3:], r)
+        d1 = nodes.d + model.dt * np.einsum("ij,ij->i", nodes.n_w, v)
+        deeper = np.maximum(np.minimum(nodes.d, 0.0) - d1, 0.0)
+        out[k] = np.linalg.norm(e[:3]), np.linalg.norm(e[3:]) / TORQUE_ARM, deeper.max(initial=0.0)
     return out
 
 
-def loss(model, samples, theta) -> float:
-    return loss_of(model, samples, clustering_in.INClustering.from_vector(theta))
+def loss(model, samples, theta, pen: float = 0.0) -> float:
+    return loss_of(model, samples, clustering_in.INClustering.from_vector(theta), pen)
 
 
-def loss_of(model, samples, net) -> float:
+def loss_of(model, samples, net, pen: float = 0.0) -> float:
+    """RMS of the force and torque errors (N), plus `pen` (N/m) times the deepening."""
     e = wrench_errors(model, samples,
                       lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model))
-    return float(np.sqrt(np.mean(e ** 2)))
+    return float(np.sqrt(np.mean(e[:, 0] ** 2 + e[:, 1] ** 2 + (pen * e[:, 2]) ** 2) / 2))
 
 
 def kmeans_clusterer(model):
@@ -144,7 +154,7 @@ _W: dict = {}     # the model and cached samples, set before the worker processe
 def _worker_loss(args) -> float:
     theta, pick = args
     s = _W["samples"]
-    return loss(_W["model"], [s[i] for i in pick], theta)
+    return loss(_W["model"], [s[i] for i in pick], theta, _W["pen"])
 
 
 def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = False, progress: bool = True):
@@ -169,16 +179,18 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     if not samples or not val:
         raise ValueError(f"{data_path}: no training or validation sample has contact")
     rng = np.random.default_rng(settings.seed)
-    x0 = clustering_in.INClustering.initial(settings.seed).vector()
+    pen = settings.penetration
+    x0 = (clustering_in.load(settings.init, task=data.meta["task"]) if settings.init
+          else clustering_in.INClustering.initial(settings.seed)).vector()
     ckpt = out.with_suffix(".cmaes")
     if resume and ckpt.exists():
         es = pickle.loads(ckpt.read_bytes())
         rng = es.tightsim_rng
         prev = getattr(es, "tightsim_best", None)     # re-scored: the data, the validation samples
-        best = (loss(model, val, prev[1]), prev[1], prev[2]) if prev else (loss(model, val, x0), x0, 0)
+        best = (loss(model, val, prev[1], pen), prev[1], prev[2]) if prev else (loss(model, val, x0, pen), x0, 0)
         # or the model may have changed since the checkpoint, and losses are only compared on one set
     else:
-        best = (loss(model, val, x0), x0, 0)         # (validation loss, weights, generation)
+        best = (loss(model, val, x0, pen), x0, 0)    # (validation loss, weights, generation)
         opts = {"seed": settings.seed + 1, "verbose": -9}
         if settings.popsize:
             opts["popsize"] = settings.popsize
@@ -196,7 +208,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
             if bar:
                 bar(es.countiter, f"loss {min(f):.3f} N")
             if es.countiter % settings.checkpoint_every == 0 or es.countiter >= settings.generations:
-                v = loss(model, val, np.asarray(es.mean))
+                v = loss(model, val, np.asarray(es.mean), pen)
                 if v < best[0]:
                     best = (v, np.array(es.mean), int(es.countiter))
                 es.tightsim_rng, es.tightsim_best = rng, best
@@ -208,13 +220,14 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     deltas = {}
     for d in clustering_in.DELTA_GRID:           # the depth tilt's scale: a hyperparameter, on validation
         net.delta = d
-        deltas[d] = loss_of(model, val, net)
+        deltas[d] = loss_of(model, val, net, pen)
     net.delta = min(deltas, key=deltas.get)
     clustering_in.save(out.with_suffix(".npz"), net, model.task)
     rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,
            "validation_samples": len(val), "generations": int(es.countiter), "popsize": int(es.popsize),
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
-           "best_generation": best[2], "start_validation_loss_N": float(loss(model, val, x0)),
+           "best_generation": best[2], "start_validation_loss_N": float(loss(model, val, x0, pen)),
+           "penetration_weight_N_per_m": pen, "init": settings.init,
            "delta_m": net.delta, "validation_loss_N": float(deltas[net.delta]),
            "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
            "replay_dt_s": model.dt, "detector": model.sdf.__class__.__name__,
@@ -231,12 +244,12 @@ def _evaluator(settings, model, samples):
         except ImportError:
             raise ValueError("--ray needs the ray package: pip install ray") from None
         ray.init(address=settings.ray, ignore_reinit_error=True)
-        remote = ray.remote(lambda th, pk: loss(model, [samples[i] for i in pk], th))
+        remote = ray.remote(lambda th, pk: loss(model, [samples[i] for i in pk], th, settings.penetration))
         return (lambda jobs: ray.get([remote.remote(th, pk) for th, pk in jobs])), None
     workers = settings.workers or os.cpu_count() or 1
     if workers <= 1:
-        return (lambda jobs: [loss(model, [samples[i] for i in pk], th) for th, pk in jobs]), None
+        return (lambda jobs: [loss(model, [samples[i] for i in pk], th, settings.penetration) for th, pk in jobs]), None
     import multiprocessing as mp
-    _W["model"], _W["samples"] = model, samples        # inherited by the forked workers
+    _W["model"], _W["samples"], _W["pen"] = model, samples, settings.penetration   # inherited by the forked workers
     pool = mp.get_context("fork").Pool(workers)
     return (lambda jobs: pool.map(_worker_loss, jobs)), pool

@@ -89,3 +89,22 @@ def test_replay_at_the_simulator_step_averages_each_window(ref):
             continue
         assert np.allclose(s[3], d.wrench[i:i + 10].mean(0)) and np.allclose(s[1], d.f_ext[i:i + 10].mean(0))
         assert (d.episode[i:i + 10] == d.episode[i]).all()
+
+
+def test_training_can_start_from_weights_and_weigh_penetration(ref, tmp_path):
+    """--init starts CMA-ES at a weight file; --penetration adds the deepening of the replayed
+    step's detected nodes to the loss, which can only raise it."""
+    from sim_core.paths import assets_dir
+    shipped = assets_dir() / "clustering" / "peg_in_hole.npz"
+    s = TC.ClusteringSettings(generations=1, popsize=4, batch=8, workers=1, checkpoint_every=1,
+                              penetration=2e4, init=str(shipped))
+    rep = TC.train(ref["peg_in_hole"], tmp_path / "p", s, progress=False)
+    assert rep["init"] == str(shipped) and rep["penetration_weight_N_per_m"] == 2e4
+    d = wrench_data.load(ref["peg_in_hole"])
+    model = TC.model_for(d)
+    samples = TC.prepare(model, d, np.arange(0, len(d), 25))
+    net = clustering_in.load(shipped)
+    e = TC.wrench_errors(model, samples, lambda x: clustering_in.cluster(net, x[2], x[0], x[1], model))
+    assert e.shape == (len(samples), 3) and (e >= 0).all()
+    assert TC.loss_of(model, samples, net, 2e4) >= TC.loss_of(model, samples, net) - 1e-15
+    assert rep["start_validation_loss_N"] > 0
