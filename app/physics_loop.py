@@ -64,7 +64,7 @@ def session_step(model, state: State, inp: Inputs) -> tuple[State, object, State
         part_contacts = Contacts(x_part, reps.n_w, d_part)
     else:
         part_contacts = reps
-    nxt, info = pipeline.step_with_contacts(model, state, inp, part_contacts, d_all, laps, n_cand, n_cont)
+    nxt, info = pipeline.step_with_contacts(model, state, inp, part_contacts, d_all, laps, n_cand, n_cont, (F0, B))
     return nxt, info, at, reps
 
 

@@ -431,7 +431,7 @@ def _rotate(n: np.ndarray, th1: float, th2: float, axis=(0.0, 0.0, 1.0)) -> np.n
     return _rotate_all(n[None, :], np.array([th1]), np.array([th2]), np.asarray(axis, float))[0]
 
 
-def _finish(net, xr, nr, dr, model, state, f_ext) -> Contacts:
+def _finish(net, xr, dr, model, state, f_ext) -> Contacts:
     """Averages -> the static surface's normal there -> normal rotation (eq. (6)).
 
     The representative stays at its depth-tilted average, at its soft-min depth, and takes
@@ -488,8 +488,8 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
         return nodes
     X = node_features(nodes.x_w, state, f_ext, model)
     Y = cluster_scores(net, X, _neighbours(nodes.x_w, k, nodes.idx, getattr(model, "node_nb", None)))
-    xr, nr, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, net.delta)
-    return _finish(net, xr, nr, dr, model, state, f_ext)
+    xr, _, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, net.delta)   # (its averaged normals: the seed's, unused)
+    return _finish(net, xr, dr, model, state, f_ext)
 
 
 @njit(cache=True)

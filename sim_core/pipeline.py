@@ -74,9 +74,11 @@ def contacts_at(model: Model, state: State, f_ext: np.ndarray | None = None,
 
 
 def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, d_all: np.ndarray,
-                       laps: _Laps, n_candidates: int = 0, n_contacts: int = 0) -> tuple[State, StepInfo]:
-    """The dynamics half of a step: drive, contact solving, PMI integration."""
-    F0, B = drive.linearize(model, state, inp)
+                       laps: _Laps, n_candidates: int = 0, n_contacts: int = 0,
+                       lin: tuple | None = None) -> tuple[State, StepInfo]:
+    """The dynamics half of a step: drive, contact solving, PMI integration.  `lin`: the
+    drive's (F0, B) when the caller already has it (``drive.linearize``)."""
+    F0, B = drive.linearize(model, state, inp) if lin is None else lin
     A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
     row = cspace.row_for(model, state) if model.contact.solver == "sor" else None
     laps.lap("cspace")
@@ -114,4 +116,4 @@ def step_info(reps: Contacts, d_all: np.ndarray, n_candidates: int, n_contacts: 
 def step(model: Model, state: State, inp: Inputs) -> tuple[State, StepInfo]:
     F0, B = drive.linearize(model, state, inp)
     reps, n_cand, n_cont, d_all, laps = contacts_at(model, state, F0 - B @ state.V)   # the drive's pull now
-    return step_with_contacts(model, state, inp, reps, d_all, laps, n_cand, n_cont)
+    return step_with_contacts(model, state, inp, reps, d_all, laps, n_cand, n_cont, (F0, B))

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import broadphase, clustering, clustering_in, detection, solver_sor
+from . import broadphase, clustering_in, detection, solver_sor
 from .model import State
 
 TORQUE_ARM = 0.03          # m: torque errors count as force errors at 3 cm (the parts' radius)
@@ -107,11 +107,6 @@ def spread(samples: list, n: int) -> list:
     return [samples[i] for i in np.linspace(0, len(samples) - 1, n).round().astype(int)]
 
 
-def simulated_wrench(model, sample, reps) -> np.ndarray:
-    st, f_ext, _, _ = sample
-    return solver_sor.solve(model, st, reps, f_ext, np.zeros((6, 6)))[1]
-
-
 def wrench_errors(model, samples, clusterer) -> np.ndarray:
     """(n, 3) per sample: force error (N), torque error / TORQUE_ARM (N), and how much deeper
     the step leaves its deepest-going detected node than it was (m, first order: d + T n.v+;
@@ -139,11 +134,6 @@ def loss_of(model, samples, net, pen: float = 0.0) -> float:
     e = wrench_errors(model, samples,
                       lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model))
     return float(np.sqrt(np.mean(e[:, 0] ** 2 + e[:, 1] ** 2 + (pen * e[:, 2]) ** 2) / 2))
-
-
-def kmeans_clusterer(model):
-    c = model.contact
-    return lambda s: clustering.kmeans(s[2], c.clusters, c.normal_scale)
 
 
 # --- parallel evaluation -------------------------------------------------------------------------
