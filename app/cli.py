@@ -32,6 +32,11 @@ def _fmt_summary(s: dict) -> str:
         f"rotation about axis {s['rotation_about_axis_rad']:.3f} rad ({s['rotation_about_axis_rev']:.3f} rev)",
         f"max contact force   {s['max_contact_force_N']:.2f} N",
     ]
+    if "learned_fallback_steps" in s:
+        lines.append(f"clustering          learned; {s['learned_fallback_steps']} of {s['clustered_steps']} "
+                     "clustered steps handed to k-means (deeper than contact.learned_fallback_depth)")
+    else:
+        lines.append(f"clustering          {s['clustering']}")
     if "max_penetration_exact_sdf_m" in s:
         lines.insert(5, f"  by the exact SDF  max {s['max_penetration_exact_sdf_m'] * um:.1f} um "
                         "(the line above is the neural detector's own depth)")

@@ -543,51 +543,56 @@ def cluster_scores(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarr
     """Y (n, M_c): f_O1's outputs of eq. (5), before the softmax over the nodes.
 
     f_R1's first layer splits into Wa^T X_i + (Wb^T X_l + b1), one product per node; the
-    pairs' first ReLU is gathered into one (n k, 16) block (numba), the 16x16 layer is one
-    BLAS product over all pairs, and its ReLU is summed over each node's k neighbours
-    (numba); f_R1's last layer is linear, so it acts on that sum.  The pair block is float32
-    from f_R1's first layer on (its product is half the cost in single precision; the sums
-    and everything after are float64).  Measured on 945 engaged bolting nodes: 0.35 ms, against 0.7 ms for one numba
-    loop over the pairs, which did not vectorize."""
+    pairs' second hidden layer and its sum over each node's k neighbours are
+    ``_pair_layer`` (float32 blocks, one BLAS product each); f_R1's last layer is linear, so
+    it acts on that sum.  The pair block is float32 from f_R1's first layer on (its product
+    is half the cost in single precision; the sums and everything after are float64)."""
     w, w32 = net.w, net.float32()
     n, k = nb.shape
     X32 = X.astype(np.float32)
-    H1 = _gather_relu(X32 @ w32["r1_Wa"], X32 @ w32["r1_Wb"] + w32["r1_b1"], nb)
-    S = _relu_sum(H1 @ w32["r1_W2"], w["r1_b2"], n, k)
+    S = _pair_layer(X32 @ w32["r1_Wa"], X32 @ w32["r1_Wb"] + w32["r1_b1"], nb, w32["r1_W2"], w["r1_b2"],
+                    PAIR_CHUNK)
     E = S @ w["r1_W3"] + k * w["r1_b3"]                     # sum_l f_R1(X_i, X_l), (n, 4)
     W1 = w["o1_W1"]
     H = X @ W1[:X.shape[1]] + E @ W1[X.shape[1]:] + w["o1_b1"]  # f_O1 on [X_i; E_i]
     return np.maximum(H, 0.0, out=H) @ w["o1_W2"] + w["o1_b2"]
 
 
+PAIR_CHUNK = 64   # nodes per block of the pair layer: its (64 k, 16) float32 blocks stay in L1/L2
+
+
 @njit(cache=True, fastmath=True)
-def _gather_relu(A, B, nb):
-    """Row i k + p: relu(A_i + B_l), l = nb[i, p]."""
+def _pair_layer(A, B, nb, W2, b2, chunk):
+    """sum_p relu(relu(A_i + B_l) W2 + b2), l = nb[i, p], per node i: f_R1's second hidden
+    layer summed over each node's neighbours.  Block by block of `chunk` nodes, the pairs'
+    first ReLU is gathered into one (chunk k, 16) float32 block, the 16x16 layer is one BLAS
+    product on it, and its ReLU is summed per node.  Measured on 945 engaged bolting nodes:
+    0.15 ms, against 0.18 ms with the whole (n k, 16) block at once and 0.44 ms for a plain
+    numba loop over the pairs (which did not vectorize); the blocks also keep the working
+    set small when the step's other stages have filled the caches."""
     n, k = nb.shape
     h = A.shape[1]
-    H1 = np.empty((n * k, h), A.dtype)
-    for i in range(n):
-        for p in range(k):
-            l = nb[i, p]
-            r = i * k + p
-            for c in range(h):
-                v = A[i, c] + B[l, c]
-                H1[r, c] = v if v > 0.0 else 0.0
-    return H1
-
-
-@njit(cache=True, fastmath=True)
-def _relu_sum(H2, b2, n, k):
-    """sum over p of relu(H2[i k + p] + b2), per node i."""
-    h = H2.shape[1]
     acc = np.zeros((n, h))
-    for i in range(n):
-        for p in range(k):
-            r = i * k + p
-            for c in range(h):
-                v = H2[r, c] + b2[c]
-                if v > 0.0:
-                    acc[i, c] += v
+    H1 = np.empty((chunk * k, h), np.float32)
+    Z = np.empty((chunk * k, h), np.float32)
+    for i0 in range(0, n, chunk):
+        i1 = min(n, i0 + chunk)
+        m = (i1 - i0) * k
+        for i in range(i0, i1):
+            for p in range(k):
+                l = nb[i, p]
+                r = (i - i0) * k + p
+                for c in range(h):
+                    v = A[i, c] + B[l, c]
+                    H1[r, c] = v if v > 0.0 else 0.0
+        np.dot(H1[:m], W2, Z[:m])
+        for i in range(i0, i1):
+            for p in range(k):
+                r = (i - i0) * k + p
+                for c in range(h):
+                    v = Z[r, c] + b2[c]
+                    if v > 0.0:
+                        acc[i, c] += v
     return acc
 
 

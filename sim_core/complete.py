@@ -170,6 +170,6 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     p_next, R_next = pmi.advance(part.p_w, part.R_wb, part.V, V_next, T)
     q_next = arm.advance(st.q, st.qd, qd_next, T)
     laps.lap("integration")
-    info = pipeline.step_info(reps, d_all, n_cand, n_cont, wrench, sweeps, forces_w, laps)
+    info = pipeline.step_info(model, reps, d_all, n_cand, n_cont, wrench, sweeps, forces_w, laps)
     nxt = FullState(State(part.t + T, p_next, R_next, V_next, warm), q_next, qd_next)
     return nxt, FullInfo(step=info, tau=tau_cmd, grasp_error=float(np.linalg.norm(e[:3])), times=laps.times)

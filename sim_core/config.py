@@ -51,11 +51,14 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "contact": {
         "friction": Field("float", 0.15, lo=0.0, doc="Coulomb coefficient mu"),
         "clusters": Field("int", 12, lo=1, doc="M_c, representatives after k-means"),
-        "clustering": Field("enum", "kmeans", choices=("kmeans", "learned", "kmeans_centroid"),
-                            doc="contact clustering: k-means with each cluster's deepest member, the "
-                                "trained interaction networks (assets/clustering/TASK.npz, always 12 "
-                                "representatives; not the default yet: README), or k-means centroids "
-                                "(the seed's baseline)"),
+        "clustering": Field("enum", "learned", choices=("learned", "kmeans", "kmeans_centroid"),
+                            doc="contact clustering: the trained interaction networks "
+                                "(assets/clustering/TASK.npz, always 12 representatives), k-means with "
+                                "each cluster's deepest member, or k-means centroids (the seed's baseline)"),
+        "learned_fallback_depth": Field("float", 1e-4, gt=0.0, unit="m",
+                                        doc="learned clustering's safety net: a step whose deepest "
+                                            "detected node is deeper than this is clustered by k-means "
+                                            "(deepest members) instead (README, Learned clustering)"),
         "detector": Field("enum", "neural", choices=("exact", "neural"),
                           doc="static part's signed distance: exact geometry or the trained network "
                               "(assets/sdf/PART.npz)"),

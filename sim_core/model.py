@@ -25,6 +25,7 @@ class ContactParams:
     sor_iterations: int = 100
     sor_tolerance: float = 1e-6   # N
     clustering: str = "kmeans"    # "learned" (Model.clustering_net) | "kmeans" | "kmeans_centroid"
+    fallback_depth: float = 1e-4  # m: learned clustering hands a step this deep to k-means (deepest)
 
 
 @dataclass(frozen=True)

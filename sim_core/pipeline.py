@@ -1,7 +1,7 @@
 """One physics step, ``step(model, state, inputs) -> (state, info)``: a flat list of stages.
 
 Pipeline of seed 000 (ARCHITECTURE sec. 4):
-  broad phase -> neural (or exact) SDF detection -> k-means clustering -> block SOR with maximum
+  broad phase -> neural (or exact) SDF detection -> learned (or k-means) clustering -> block SOR with maximum
   dissipation (or the PGS baseline, config ``contact.solver``) -> PMI integration.
 Each stage lives in its own module; this file only wires them and times them.
 """
@@ -29,6 +29,7 @@ class StepInfo:
     contact_wrench: np.ndarray = field(default_factory=lambda: np.zeros(6))
     sweeps: int = 0
     contacts: Contacts | None = None   # the clustered contacts the solver used (world)
+    fallback: bool = False         # learned clustering was configured, k-means clustered this step
     forces_w: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # (M,3) N, at each
     times: dict = field(default_factory=dict)   # stage -> seconds
 
@@ -46,11 +47,23 @@ class _Laps:
         self._t = now
 
 
+def falls_back(model: Model, n_contacts: int, max_penetration: float) -> bool:
+    """The learned clustering's safety net: a step whose deepest detected node is deeper than
+    ``contact.learned_fallback_depth`` (and that has more nodes than representatives) is
+    clustered by k-means with each cluster's deepest member.  The networks were fitted to the
+    reference data's states, where nothing penetrates that deep; in closed loop they let the
+    nut sink through the thread from a few such states (measured, README), and k-means'
+    deepest members push every region back out."""
+    c = model.contact
+    return (c.clustering == "learned" and n_contacts > c.clusters and max_penetration > c.fallback_depth)
+
+
 def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> Contacts:
     """The configured clustering of a detected contact set (``contact.clustering``); f_ext is
     the part's external wrench [f_w; tau_b], an input of the learned networks."""
     c = model.contact
-    if c.clustering == "learned" and model.clustering_net is not None:
+    if (c.clustering == "learned" and model.clustering_net is not None
+            and not falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))):
         return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)
     return clustering.kmeans(nodes, c.clusters, c.normal_scale,
                              "centroid" if c.clustering == "kmeans_centroid" else "deepest")
@@ -86,7 +99,7 @@ def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, 
     laps.lap("solving")
     p_next, R_next = pmi.advance(state.p_w, state.R_wb, state.V, V_next, model.dt)
     laps.lap("integration")
-    info = step_info(reps, d_all, n_candidates, n_contacts, wrench, sweeps, forces_w, laps)
+    info = step_info(model, reps, d_all, n_candidates, n_contacts, wrench, sweeps, forces_w, laps)
     return State(state.t + model.dt, p_next, R_next, V_next, warm), info
 
 
@@ -102,12 +115,13 @@ def solve_contacts(model: Model, state: State, reps: Contacts, A: np.ndarray, b:
     return V_next, wrench, sweeps, forces_w, None
 
 
-def step_info(reps: Contacts, d_all: np.ndarray, n_candidates: int, n_contacts: int, wrench, sweeps,
+def step_info(model: Model, reps: Contacts, d_all: np.ndarray, n_candidates: int, n_contacts: int, wrench, sweeps,
               forces_w, laps: _Laps) -> StepInfo:
     """What a step reports, from its contacts, the candidates' depths and the solve."""
     pen = -d_all[d_all < 0.0]
+    deepest = float(pen.max()) if pen.size else 0.0
     return StepInfo(n_candidates=n_candidates, n_contacts=n_contacts, n_clusters=len(reps),
-                    max_penetration=float(pen.max()) if pen.size else 0.0,
+                    max_penetration=deepest, fallback=falls_back(model, n_contacts, deepest),
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
                     contact_wrench=wrench, sweeps=sweeps, contacts=reps, forces_w=forces_w,
                     times=laps.times)

@@ -100,7 +100,8 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                               beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
                               pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
                               sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
-                              sor_tolerance=c["sor_tolerance"], clustering=c["clustering"]),
+                              sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
+                              fallback_depth=c["learned_fallback_depth"]),
         K=np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]]),
         D=np.array([*dr["damping_linear"], *dr["damping_angular"]]),
         waypoints_t=np.array([w["t"] for w in wps]),
@@ -127,6 +128,36 @@ def load(name_or_path: str) -> tuple[Model, State, dict]:
     cfg = config_mod.load(path)
     model, state = build(cfg, str(path))
     return model, state, cfg
+
+
+PERTURB_OFFSET = (0.2e-3, 1.0e-3)   # m: bolting lateral sigma; peg offset radius range (clearance 32.5 um)
+PERTURB_TILT = 0.7                   # deg: the peg's largest start tilt about x and y
+
+
+def perturbed(cfg: dict, seed: int) -> dict:
+    """A copy of a scenario config with a seeded variation of its start and waypoints (the same
+    shift for all of them): bolting -- the nut's yaw uniform over a turn (the thread's phase at
+    landing) and a lateral offset (sigma ``PERTURB_OFFSET[0]``); peg in hole -- the offset in a
+    random direction at a radius in ``PERTURB_OFFSET[1]``'s range and tilts up to
+    ``PERTURB_TILT``.  Seed 0 is the config itself.  For closed-loop robustness checks."""
+    import copy
+    out = copy.deepcopy(cfg)
+    if seed == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    poses = [out["start"]] + out["waypoints"]
+    if out["scenario"]["task"] == "bolting":
+        yaw, off = float(rng.uniform(0.0, 360.0)), rng.normal(0.0, PERTURB_OFFSET[0], 2)
+        for d in poses:
+            d["yaw_deg"] = d.get("yaw_deg", 0.0) + yaw
+            d["position"] = [d["position"][0] + off[0], d["position"][1] + off[1], d["position"][2]]
+    else:
+        r, a = rng.uniform(0.2e-3, PERTURB_OFFSET[1]), rng.uniform(0.0, 2 * math.pi)
+        tilt = [float(t) for t in rng.uniform(-PERTURB_TILT, PERTURB_TILT, 2)]
+        for d in poses:
+            d["position"] = [r * math.cos(a), r * math.sin(a), d["position"][2]]
+            d["tilt_deg"] = tilt
+    return out
 
 
 def inputs_at(model: Model, t: float) -> Inputs:
@@ -167,6 +198,8 @@ class RunResult:
     mean_pen: list = field(default_factory=list)       # m per step (0 when no penetration)
     force: list = field(default_factory=list)          # N, |contact force| per step
     exact_max_pen: list = field(default_factory=list)  # m per step, by the exact SDF (neural runs)
+    fallback: list = field(default_factory=list)       # per step: learned clustering handed it to k-means
+    n_contacts: list = field(default_factory=list)     # detected nodes per step
     arm_q: list = field(default_factory=list)          # the arm's configuration after each step
     wall: float = 0.0
     final: State | None = None
@@ -214,6 +247,8 @@ def simulate(model: Model, state: State, duration: float, on_step=None) -> RunRe
         res.rot_axis.append(rot)
         res.max_pen.append(info.max_penetration)
         res.mean_pen.append(info.mean_penetration)
+        res.fallback.append(info.fallback)
+        res.n_contacts.append(info.n_contacts)
         res.force.append(float(np.linalg.norm(info.contact_wrench[:3])))
         if model.sdf is not model.sdf_exact and model.sdf_exact is not None:
             res.exact_max_pen.append(true_penetration(model, state))   # outside the timing
@@ -249,7 +284,12 @@ def summarize(res: RunResult, start: State) -> dict:
         "rotation_about_axis_rad": float(res.rot_axis[-1]),
         "rotation_about_axis_rev": float(res.rot_axis[-1] / (2 * math.pi)),
         "max_contact_force_N": float(max(res.force)),
+        "clustering": m.contact.clustering,
     }
+    if m.contact.clustering == "learned":
+        clustered = int(sum(n > m.contact.clusters for n in res.n_contacts))
+        out["learned_fallback_steps"] = int(sum(res.fallback))
+        out["clustered_steps"] = clustered
     if res.exact_max_pen:
         out["max_penetration_exact_sdf_m"] = float(max(res.exact_max_pen))
     if m.task == "peg_in_hole":

@@ -67,35 +67,40 @@ def test_the_drive_stays_selectable():
     assert np.all(np.isfinite(res.final.p_w))
 
 
-def test_learned_clustering_is_selectable_and_its_contacts_are_the_networks():
-    """With contact.clustering = "learned" the scenarios load the shipped networks and the
-    step's contacts are theirs; the peg goes in with them.  (k-means stays the default:
-    README, "Learned clustering".)"""
-    from sim_core import broadphase, clustering_in, detection, pipeline
+def test_learned_clustering_is_the_default_and_its_contacts_are_the_networks():
+    """Both scenarios load the shipped networks by default and a step's contacts are theirs,
+    unless the step's deepest node is deeper than contact.learned_fallback_depth: then they
+    are k-means' deepest members (the safety net), and the step says so.  k-means stays
+    selectable."""
+    from dataclasses import replace
+
+    from sim_core import broadphase, clustering, clustering_in, detection, pipeline
     for name in ("peg_in_hole", "bolting"):
         model, _, _ = scenario.load(name)
-        assert model.contact.clustering == "kmeans" and model.clustering_net is None, name
-    _, _, cfg = scenario.load("bolting")
-    cfg["contact"]["clustering"] = "learned"
-    model, state = scenario.build(cfg, "bolting (learned clustering)")
-    assert model.clustering_net is not None
+        assert model.contact.clustering == "learned" and model.clustering_net is not None, name
+    model, state, cfg = scenario.load("bolting")
     st = scenario.simulate(model, state, 2.0).final               # landed on the thread
     f_ext = np.array([0.5, -0.3, -12.0, 0.0, 0.0, 0.2])
-    reps = pipeline.contacts_at(model, st, f_ext)[0]
     reach = detection.reach(model, st)
     ci, x_s = broadphase.candidates(model, st, reach)
     nodes, _ = detection.detect(model, x_s, reach, ci)
-    assert len(nodes) > clustering_in.M_C and len(reps) == clustering_in.M_C
+    deepest = -float(nodes.d.min())
+    assert len(nodes) > clustering_in.M_C and 0.0 < deepest < model.contact.fallback_depth
+    reps = pipeline.contacts_at(model, st, f_ext)[0]
     direct = clustering_in.cluster(model.clustering_net, nodes, st, f_ext, model)
+    assert len(reps) == clustering_in.M_C
     assert np.array_equal(reps.x_w, direct.x_w) and np.array_equal(reps.n_w, direct.n_w)
-    _, _, cfg = scenario.load("peg_in_hole")
-    cfg["contact"]["clustering"] = "learned"
-    model, state = scenario.build(cfg, "peg in hole (learned clustering)")
-    res = scenario.simulate(model, state, cfg["scenario"]["duration"])
-    assert scenario.summarize(res, state)["insertion_depth_m"] >= 30e-3
+    assert not pipeline.step(model, st, scenario.inputs_at(model, st.t))[1].fallback
+    # the same state with the safety depth just above and just below its deepest node
+    for depth, net in ((deepest * 1.01, True), (deepest * 0.99, False)):
+        m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
+        reps = pipeline.contacts_at(m2, st, f_ext)[0]
+        want = direct if net else clustering.kmeans(nodes, m2.contact.clusters, m2.contact.normal_scale, "deepest")
+        assert np.array_equal(reps.x_w, want.x_w) and np.array_equal(reps.n_w, want.n_w), depth
+        assert pipeline.step(m2, st, scenario.inputs_at(m2, st.t))[1].fallback is not net
     for how in ("kmeans", "kmeans_centroid"):
         cfg["contact"]["clustering"] = how
-        m2, s2 = scenario.build(cfg, f"peg in hole ({how})")
+        m2, s2 = scenario.build(cfg, f"bolting ({how})")
         assert m2.clustering_net is None
         assert np.all(np.isfinite(scenario.simulate(m2, s2, 0.3).final.p_w))
 
