@@ -198,7 +198,8 @@ def cmd_train_clustering(a) -> int:
     s = train_clustering.ClusteringSettings(generations=a.generations, popsize=a.popsize, batch=a.batch,
                                             seed=a.seed, workers=a.workers, ray=a.ray,
                                             replay_dt=a.replay_dt, detector=a.detector,
-                                            penetration=a.penetration, init=a.init)
+                                            penetration=a.penetration, init=a.init, rollouts=a.rollouts,
+                                            rollout_weight=a.rollout_weight, rollout_seconds=a.rollout_seconds)
     rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
     print(f"{a.task}: weights of generation {rep['best_generation']} of {rep['generations']} (population "
           f"{rep['popsize']}), delta {rep['delta_m'] * 1e6:g} um: validation loss {rep['validation_loss_N']:.3f} N "
@@ -286,6 +287,11 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("--penetration", type=float, default=0.0, metavar="N_PER_M",
                     help="loss weight on how much deeper a replayed step leaves a detected node (default 0)")
     tl.add_argument("--init", metavar="FILE", help="start from these clustering weights (default: the sector start)")
+    tl.add_argument("--rollouts", type=int, default=0, metavar="N",
+                    help="add N closed-loop runs of the scenario from perturbed starts to each loss (default 0)")
+    tl.add_argument("--rollout-weight", type=float, default=1e4, metavar="N_PER_M",
+                    help="loss per metre a rollout's deepest node goes past 0.1 mm (default 1e4)")
+    tl.add_argument("--rollout-seconds", type=float, default=2.5, metavar="S", help="length of each rollout (default 2.5)")
     tl.add_argument("--out", metavar="STEM", help="output stem (default: assets/clustering/TASK)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
     tl.set_defaults(fn=cmd_train_clustering)

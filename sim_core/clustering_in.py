@@ -79,7 +79,8 @@ class INClustering:
         """f_R1's first two layers in float32 (the pair block's precision), made once."""
         c = self.__dict__.get("_w32")
         if c is None:
-            c = {n: np.ascontiguousarray(self.w[n], dtype=np.float32) for n in ("r1_Wa", "r1_Wb", "r1_b1", "r1_W2")}
+            c = {n: np.ascontiguousarray(self.w[n], dtype=np.float32)
+                 for n in ("r1_Wa", "r1_Wb", "r1_b1", "r1_W2", "r1_b2")}
             self.__dict__["_w32"] = c
         return c
 
@@ -550,7 +551,7 @@ def cluster_scores(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarr
     w, w32 = net.w, net.float32()
     n, k = nb.shape
     X32 = X.astype(np.float32)
-    S = _pair_layer(X32 @ w32["r1_Wa"], X32 @ w32["r1_Wb"] + w32["r1_b1"], nb, w32["r1_W2"], w["r1_b2"],
+    S = _pair_layer(X32 @ w32["r1_Wa"], X32 @ w32["r1_Wb"] + w32["r1_b1"], nb, w32["r1_W2"], w32["r1_b2"],
                     PAIR_CHUNK)
     E = S @ w["r1_W3"] + k * w["r1_b3"]                     # sum_l f_R1(X_i, X_l), (n, 4)
     W1 = w["o1_W1"]
@@ -566,13 +567,14 @@ def _pair_layer(A, B, nb, W2, b2, chunk):
     """sum_p relu(relu(A_i + B_l) W2 + b2), l = nb[i, p], per node i: f_R1's second hidden
     layer summed over each node's neighbours.  Block by block of `chunk` nodes, the pairs'
     first ReLU is gathered into one (chunk k, 16) float32 block, the 16x16 layer is one BLAS
-    product on it, and its ReLU is summed per node.  Measured on 945 engaged bolting nodes:
-    0.15 ms, against 0.18 ms with the whole (n k, 16) block at once and 0.44 ms for a plain
-    numba loop over the pairs (which did not vectorize); the blocks also keep the working
-    set small when the step's other stages have filled the caches."""
+    product on it, and its ReLU is summed per node (float32, branch-free: the loops
+    vectorize).  Measured on 945 engaged bolting nodes: 0.11 ms, against 0.18 ms with the
+    whole (n k, 16) block at once and a float64 sum, and 0.44 ms for a plain numba loop over
+    the pairs (which did not vectorize)."""
     n, k = nb.shape
     h = A.shape[1]
-    acc = np.zeros((n, h))
+    zero = np.float32(0.0)
+    acc = np.zeros((n, h), np.float32)
     H1 = np.empty((chunk * k, h), np.float32)
     Z = np.empty((chunk * k, h), np.float32)
     for i0 in range(0, n, chunk):
@@ -583,16 +585,13 @@ def _pair_layer(A, B, nb, W2, b2, chunk):
                 l = nb[i, p]
                 r = (i - i0) * k + p
                 for c in range(h):
-                    v = A[i, c] + B[l, c]
-                    H1[r, c] = v if v > 0.0 else 0.0
+                    H1[r, c] = max(A[i, c] + B[l, c], zero)
         np.dot(H1[:m], W2, Z[:m])
         for i in range(i0, i1):
             for p in range(k):
                 r = (i - i0) * k + p
                 for c in range(h):
-                    v = Z[r, c] + b2[c]
-                    if v > 0.0:
-                        acc[i, c] += v
+                    acc[i, c] += max(Z[r, c] + b2[c], zero)
     return acc
 
 

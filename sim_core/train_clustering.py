@@ -34,6 +34,10 @@ import numpy as np
 from . import broadphase, clustering_in, detection, solver_sor
 from .model import State
 
+ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (contact.learned_fallback_depth)
+ROLLOUT_FIT_SEEDS = 10      # rollouts fit on perturbed starts 10, 11, ... and validate on 20, 21, ...
+ROLLOUT_VAL_SEEDS = 20      # (bench/closed_loop_clustering.py uses 0-5: neither)
+ROLLOUT_ABORT = 3e-3        # m: a rollout this deep has failed (the nut is through the thread); stop it there
 TORQUE_ARM = 0.03          # m: torque errors count as force errors at 3 cm (the parts' radius)
 VALIDATION_FRACTION = 0.15  # of the training split's samples, whole episodes, for model selection
 VALIDATION_SAMPLES = 400    # evenly spread samples in contact of the validation episodes
@@ -53,6 +57,9 @@ class ClusteringSettings:
     detector: str | None = None  # "exact" | "neural" (None: the scenario's)
     penetration: float = 0.0    # N/m: loss weight on how much deeper a step leaves a detected node
     init: str | None = None     # weight file to start from (None: the seeded sector start)
+    rollouts: int = 0           # closed-loop runs of the task's scenario per loss evaluation (perturbed starts)
+    rollout_weight: float = 1e4  # N/m: loss per metre a rollout's deepest node goes past ROLLOUT_ALLOWANCE
+    rollout_seconds: float = 2.5  # s of each rollout (landing, the rest on the thread, the first turns)
 
 
 def model_for(data, dt: float = 0.0, detector: str | None = None):
@@ -136,6 +143,61 @@ def loss_of(model, samples, net, pen: float = 0.0) -> float:
     return float(np.sqrt(np.mean(e[:, 0] ** 2 + e[:, 1] ** 2 + (pen * e[:, 2]) ** 2) / 2))
 
 
+# --- closed-loop rollouts --------------------------------------------------------------------------
+
+def rollout_models(task: str, seeds, seconds: float) -> list:
+    """(model, start, steps) of the task's scenario from each seeded perturbed start
+    (``scenario.perturbed``), the complete simulation with the default detector, for
+    ``rollout_excess``.  The safety net is off there: the networks alone are judged."""
+    from . import config as config_mod
+    from . import scenario
+    from .paths import scenario_path
+    base = config_mod.load(scenario_path(task))
+    out = []
+    for seed in seeds:
+        cfg = scenario.perturbed(base, int(seed))
+        cfg["contact"]["clustering"] = "kmeans"          # the candidate networks are passed in
+        cfg["contact"]["learned_fallback_depth"] = 1.0   # m: never
+        model, state = scenario.build(cfg, f"{task} (rollout, perturbed start {seed})")
+        out.append((model, state, int(round(seconds / model.dt))))
+    return out
+
+
+def rollout_excess(rollouts: list, net) -> float:
+    """Mean over the rollouts of how far (m) the deepest detected node went past
+    ``ROLLOUT_ALLOWANCE`` in closed loop with the networks `net`: what the replay loss cannot
+    see, since the drift states of a closed-loop run are not in the reference data."""
+    from dataclasses import replace
+
+    from . import complete, pipeline, scenario
+    if not rollouts:
+        return 0.0
+    tot = 0.0
+    for model, state, n in rollouts:
+        m = replace(model, clustering_net=net, contact=replace(model.contact, clustering="learned"))
+        full = complete.start(m.arm, state) if m.arm is not None else None
+        st, worst = state, 0.0
+        for _ in range(n):
+            inp = scenario.inputs_at(m, st.t)
+            if full is not None:
+                full, info = complete.step(m, m.arm, full, inp)
+                st, info = full.part, info.step
+            else:
+                st, info = pipeline.step(m, st, inp)
+            worst = max(worst, info.max_penetration)
+            if worst > ROLLOUT_ABORT or not np.all(np.isfinite(st.V)):
+                worst = max(worst, ROLLOUT_ABORT)
+                break
+        tot += max(0.0, worst - ROLLOUT_ALLOWANCE)
+    return tot / len(rollouts)
+
+
+def _full_loss(model, samples, theta, pen: float, rollouts: list, weight: float) -> float:
+    """The replay loss plus `weight` (N/m) times the rollouts' mean excess penetration."""
+    net = clustering_in.INClustering.from_vector(theta)
+    return loss_of(model, samples, net, pen) + (weight * rollout_excess(rollouts, net) if rollouts else 0.0)
+
+
 # --- parallel evaluation -------------------------------------------------------------------------
 
 _W: dict = {}     # the model and cached samples, set before the worker processes fork
@@ -144,7 +206,7 @@ _W: dict = {}     # the model and cached samples, set before the worker processe
 def _worker_loss(args) -> float:
     theta, pick = args
     s = _W["samples"]
-    return loss(_W["model"], [s[i] for i in pick], theta, _W["pen"])
+    return _full_loss(_W["model"], [s[i] for i in pick], theta, _W["pen"], _W["rollouts"], _W["rollout_weight"])
 
 
 def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = False, progress: bool = True):
@@ -172,21 +234,27 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     pen = settings.penetration
     x0 = (clustering_in.load(settings.init, task=data.meta["task"]) if settings.init
           else clustering_in.INClustering.initial(settings.seed)).vector()
+    nr, rw = settings.rollouts, settings.rollout_weight
+    fit_roll = rollout_models(model.task, range(ROLLOUT_FIT_SEEDS, ROLLOUT_FIT_SEEDS + nr), settings.rollout_seconds)
+    val_roll = rollout_models(model.task, range(ROLLOUT_VAL_SEEDS, ROLLOUT_VAL_SEEDS + nr), settings.rollout_seconds)
+
+    def vloss(theta):       # model selection: the validation replay plus the validation rollouts
+        return _full_loss(model, val, theta, pen, val_roll, rw)
     ckpt = out.with_suffix(".cmaes")
     if resume and ckpt.exists():
         es = pickle.loads(ckpt.read_bytes())
         rng = es.tightsim_rng
         prev = getattr(es, "tightsim_best", None)     # re-scored: the data, the validation samples
-        best = (loss(model, val, prev[1], pen), prev[1], prev[2]) if prev else (loss(model, val, x0, pen), x0, 0)
+        best = (vloss(prev[1]), prev[1], prev[2]) if prev else (vloss(x0), x0, 0)
         # or the model may have changed since the checkpoint, and losses are only compared on one set
     else:
-        best = (loss(model, val, x0, pen), x0, 0)    # (validation loss, weights, generation)
+        best = (vloss(x0), x0, 0)    # (validation loss, weights, generation)
         opts = {"seed": settings.seed + 1, "verbose": -9}
         if settings.popsize:
             opts["popsize"] = settings.popsize
         es = cma.CMAEvolutionStrategy(x0, settings.sigma0, opts)
     n = len(samples)
-    evaluate, pool = _evaluator(settings, model, samples)
+    evaluate, pool = _evaluator(settings, model, samples, fit_roll)
     bar = Progress(settings.generations, f"train clustering ({model.task})") if progress else None
     t0 = time.perf_counter()
     try:
@@ -198,7 +266,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
             if bar:
                 bar(es.countiter, f"loss {min(f):.3f} N")
             if es.countiter % settings.checkpoint_every == 0 or es.countiter >= settings.generations:
-                v = loss(model, val, np.asarray(es.mean), pen)
+                v = vloss(np.asarray(es.mean))
                 if v < best[0]:
                     best = (v, np.array(es.mean), int(es.countiter))
                 es.tightsim_rng, es.tightsim_best = rng, best
@@ -210,14 +278,19 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     deltas = {}
     for d in clustering_in.DELTA_GRID:           # the depth tilt's scale: a hyperparameter, on validation
         net.delta = d
-        deltas[d] = loss_of(model, val, net, pen)
+        deltas[d] = loss_of(model, val, net, pen) + (rw * rollout_excess(val_roll, net) if nr else 0.0)
     net.delta = min(deltas, key=deltas.get)
     clustering_in.save(out.with_suffix(".npz"), net, model.task)
     rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,
            "validation_samples": len(val), "generations": int(es.countiter), "popsize": int(es.popsize),
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
-           "best_generation": best[2], "start_validation_loss_N": float(loss(model, val, x0, pen)),
+           "best_generation": best[2], "start_validation_loss_N": float(vloss(x0)),
            "penetration_weight_N_per_m": pen, "init": settings.init,
+           "rollouts": nr, "rollout_weight_N_per_m": rw, "rollout_seconds": settings.rollout_seconds,
+           "rollout_excess_m": {"fit": rollout_excess(fit_roll, net), "validation": rollout_excess(val_roll, net),
+                                "start_fit": rollout_excess(fit_roll, clustering_in.INClustering.from_vector(x0)),
+                                "start_validation": rollout_excess(val_roll, clustering_in.INClustering.from_vector(x0))}
+           if nr else None,
            "delta_m": net.delta, "validation_loss_N": float(deltas[net.delta]),
            "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
            "replay_dt_s": model.dt, "detector": model.sdf.__class__.__name__,
@@ -226,20 +299,24 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     return rep
 
 
-def _evaluator(settings, model, samples):
+def _evaluator(settings, model, samples, rollouts=()):
     """A function mapping [(theta, pick)] to losses, and the pool to close (or None)."""
+    pen, rw = settings.penetration, settings.rollout_weight
+
+    def one(th, pk):
+        return _full_loss(model, [samples[i] for i in pk], th, pen, list(rollouts), rw)
     if settings.ray:
         try:
             import ray
         except ImportError:
             raise ValueError("--ray needs the ray package: pip install ray") from None
         ray.init(address=settings.ray, ignore_reinit_error=True)
-        remote = ray.remote(lambda th, pk: loss(model, [samples[i] for i in pk], th, settings.penetration))
+        remote = ray.remote(one)
         return (lambda jobs: ray.get([remote.remote(th, pk) for th, pk in jobs])), None
     workers = settings.workers or os.cpu_count() or 1
     if workers <= 1:
-        return (lambda jobs: [loss(model, [samples[i] for i in pk], th, settings.penetration) for th, pk in jobs]), None
+        return (lambda jobs: [one(th, pk) for th, pk in jobs]), None
     import multiprocessing as mp
-    _W["model"], _W["samples"], _W["pen"] = model, samples, settings.penetration   # inherited by the forked workers
+    _W.update(model=model, samples=samples, pen=pen, rollouts=list(rollouts), rollout_weight=rw)  # inherited by the forked workers
     pool = mp.get_context("fork").Pool(workers)
     return (lambda jobs: pool.map(_worker_loss, jobs)), pool

@@ -108,3 +108,27 @@ def test_training_can_start_from_weights_and_weigh_penetration(ref, tmp_path):
     assert e.shape == (len(samples), 3) and (e >= 0).all()
     assert TC.loss_of(model, samples, net, 2e4) >= TC.loss_of(model, samples, net) - 1e-15
     assert rep["start_validation_loss_N"] > 0
+
+
+def test_rollout_term_is_the_closed_loop_penetration_past_the_allowance(ref, tmp_path):
+    """--rollouts: each candidate also runs the scenario in closed loop from perturbed starts,
+    networks alone (no safety net), and pays for how far its deepest node went past
+    ROLLOUT_ALLOWANCE.  Checked against scenario.simulate of the same start and networks."""
+    from dataclasses import replace
+
+    from sim_core.paths import assets_dir
+    net = clustering_in.load(assets_dir() / "clustering" / "bolting.npz")
+    (model, state, n), = TC.rollout_models("bolting", [TC.ROLLOUT_FIT_SEEDS], 0.5)
+    assert n == 50 and model.contact.fallback_depth >= 1.0
+    cfg = scenario.perturbed(config_mod.load(scenario_path("bolting")), TC.ROLLOUT_FIT_SEEDS)
+    cfg["contact"]["learned_fallback_depth"] = 1.0
+    m2, s2 = scenario.build(cfg)
+    res = scenario.simulate(replace(m2, clustering_net=net), s2, 0.5)
+    want = max(0.0, max(res.max_pen) - TC.ROLLOUT_ALLOWANCE)
+    assert TC.rollout_excess([(model, state, n)], net) == pytest.approx(want, rel=0, abs=1e-12)
+    # and the training loop takes it: a tiny budget writes its figures in the report
+    s = TC.ClusteringSettings(generations=1, popsize=4, batch=8, workers=1, checkpoint_every=1,
+                              rollouts=1, rollout_seconds=0.2, init=str(assets_dir() / "clustering" / "peg_in_hole.npz"))
+    rep = TC.train(ref["peg_in_hole"], tmp_path / "r", s, progress=False)
+    assert rep["rollouts"] == 1 and set(rep["rollout_excess_m"]) == {"fit", "validation", "start_fit", "start_validation"}
+    assert all(v >= 0.0 for v in rep["rollout_excess_m"].values())
