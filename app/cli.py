@@ -203,7 +203,10 @@ def cmd_train_clustering(a) -> int:
     rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
     print(f"{a.task}: weights of generation {rep['best_generation']} of {rep['generations']} (population "
           f"{rep['popsize']}), delta {rep['delta_m'] * 1e6:g} um: validation loss {rep['validation_loss_N']:.3f} N "
-          f"(start {rep['start_validation_loss_N']:.3f} N) -> {out.with_suffix('.npz')}")
+          f"(start {rep['start_validation_loss_N']:.3f} N)"
+          + (f", of which the replay {rep['validation_replay_loss_N']:.3f} N and the rollouts' excess depth "
+             f"{rep['rollout_excess_m']['validation'] * 1e6:.0f} um" if rep.get("rollouts") else "")
+          + f" -> {out.with_suffix('.npz')}")
     return 0
 
 

@@ -21,7 +21,7 @@ the part's angular velocity (world), and the external force and its moment about
 
 Pair sums are taken without forming the 38-wide pair inputs: the first layer of f_R1 splits
 into W_a X_i + W_b X_l, and the last layer is linear, so only the second hidden layer is
-evaluated per pair (one GEMM).  ``weights_reference`` is eq. (5) written plainly, pair by
+evaluated per pair (one float32 GEMM per block of 64 nodes' pairs).  ``weights_reference`` is eq. (5) written plainly, pair by
 pair, for the tests.
 """
 from __future__ import annotations
@@ -546,8 +546,8 @@ def cluster_scores(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.ndarr
     f_R1's first layer splits into Wa^T X_i + (Wb^T X_l + b1), one product per node; the
     pairs' second hidden layer and its sum over each node's k neighbours are
     ``_pair_layer`` (float32 blocks, one BLAS product each); f_R1's last layer is linear, so
-    it acts on that sum.  The pair block is float32 from f_R1's first layer on (its product
-    is half the cost in single precision; the sums and everything after are float64)."""
+    it acts on that sum.  The pair block and its sums are float32 from f_R1's first layer on
+    (its product is half the cost in single precision); everything after is float64."""
     w, w32 = net.w, net.float32()
     n, k = nb.shape
     X32 = X.astype(np.float32)

@@ -58,7 +58,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "learned_fallback_depth": Field("float", 1e-4, gt=0.0, unit="m",
                                         doc="learned clustering's safety net: a step whose deepest "
                                             "detected node is deeper than this is clustered by k-means "
-                                            "(deepest members) instead (README, Learned clustering)"),
+                                            "(deepest members) instead (README, Contact-wrench data and "
+                                            "learned clustering)"),
         "detector": Field("enum", "neural", choices=("exact", "neural"),
                           doc="static part's signed distance: exact geometry or the trained network "
                               "(assets/sdf/PART.npz)"),

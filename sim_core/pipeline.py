@@ -55,7 +55,8 @@ def falls_back(model: Model, n_contacts: int, max_penetration: float) -> bool:
     nut sink through the thread from a few such states (measured, README), and k-means'
     deepest members push every region back out."""
     c = model.contact
-    return (c.clustering == "learned" and n_contacts > c.clusters and max_penetration > c.fallback_depth)
+    return (c.clustering == "learned" and model.clustering_net is not None and n_contacts > clustering_in.M_C
+            and max_penetration > c.fallback_depth)
 
 
 def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> Contacts:
@@ -64,7 +65,7 @@ def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> C
     c = model.contact
     if (c.clustering == "learned" and model.clustering_net is not None
             and not falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))):
-        return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)
+        return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)   # (<= M_C nodes: themselves)
     return clustering.kmeans(nodes, c.clusters, c.normal_scale,
                              "centroid" if c.clustering == "kmeans_centroid" else "deepest")
 

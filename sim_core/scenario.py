@@ -287,7 +287,7 @@ def summarize(res: RunResult, start: State) -> dict:
         "clustering": m.contact.clustering,
     }
     if m.contact.clustering == "learned":
-        clustered = int(sum(n > m.contact.clusters for n in res.n_contacts))
+        clustered = int(sum(n > clustering_in.M_C for n in res.n_contacts))
         out["learned_fallback_steps"] = int(sum(res.fallback))
         out["clustered_steps"] = clustered
     if res.exact_max_pen:

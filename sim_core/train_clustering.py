@@ -8,6 +8,12 @@ on one PMI step with the logged external wrench, at the data's sampling period -
 the logged contact wrench.  Error = RMS over samples of |f_sim - f_data| (N) and
 |tau_sim - tau_data| / ``TORQUE_ARM`` (N), combined.
 
+Closed loop (``--rollouts N``): every loss also runs the task's scenario from N perturbed
+starts with the candidate networks alone (no safety net) and adds ``rollout_weight`` times
+the mean depth past ``ROLLOUT_ALLOWANCE`` its deepest node reached (``rollout_excess``);
+model selection uses N other starts.  The losses reported then include that term
+(``validation_replay_loss_N`` is the replay alone).
+
 Model selection: the training split's last episodes (``VALIDATION_FRACTION``) are kept out of
 the fitting as a validation set.  At every checkpoint the distribution's mean is scored on
 it, and the weights written are the best so far -- the starting point included.  (The
@@ -34,7 +40,7 @@ import numpy as np
 from . import broadphase, clustering_in, detection, solver_sor
 from .model import State
 
-ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (contact.learned_fallback_depth)
+ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (the default learned_fallback_depth)
 ROLLOUT_FIT_SEEDS = 10      # rollouts fit on perturbed starts 10, 11, ... and validate on 20, 21, ...
 ROLLOUT_VAL_SEEDS = 20      # (bench/closed_loop_clustering.py uses 0-5: neither)
 ROLLOUT_ABORT = 3e-3        # m: a rollout this deep has failed (the nut is through the thread); stop it there
@@ -145,6 +151,14 @@ def loss_of(model, samples, net, pen: float = 0.0) -> float:
 
 # --- closed-loop rollouts --------------------------------------------------------------------------
 
+def model_for_parts(task: str) -> tuple[str, str]:
+    """(static, moving) part names of the task's scenario."""
+    from . import config as config_mod
+    from .paths import scenario_path
+    cfg = config_mod.load(scenario_path(task))
+    return cfg["parts"]["static"], cfg["parts"]["moving"]
+
+
 def rollout_models(task: str, seeds, seconds: float) -> list:
     """(model, start, steps) of the task's scenario from each seeded perturbed start
     (``scenario.perturbed``), the complete simulation with the default detector, for
@@ -177,17 +191,20 @@ def rollout_excess(rollouts: list, net) -> float:
         m = replace(model, clustering_net=net, contact=replace(model.contact, clustering="learned"))
         full = complete.start(m.arm, state) if m.arm is not None else None
         st, worst = state, 0.0
-        for _ in range(n):
-            inp = scenario.inputs_at(m, st.t)
-            if full is not None:
-                full, info = complete.step(m, m.arm, full, inp)
-                st, info = full.part, info.step
-            else:
-                st, info = pipeline.step(m, st, inp)
-            worst = max(worst, info.max_penetration)
-            if worst > ROLLOUT_ABORT or not np.all(np.isfinite(st.V)):
-                worst = max(worst, ROLLOUT_ABORT)
-                break
+        try:
+            for _ in range(n):
+                inp = scenario.inputs_at(m, st.t)
+                if full is not None:
+                    full, info = complete.step(m, m.arm, full, inp)
+                    st, info = full.part, info.step
+                else:
+                    st, info = pipeline.step(m, st, inp)
+                worst = max(worst, info.max_penetration)
+                if worst > ROLLOUT_ABORT or not np.all(np.isfinite(st.V)):
+                    worst = max(worst, ROLLOUT_ABORT)
+                    break
+        except (FloatingPointError, ValueError, np.linalg.LinAlgError):   # a wild candidate broke the run
+            worst = ROLLOUT_ABORT
         tot += max(0.0, worst - ROLLOUT_ALLOWANCE)
     return tot / len(rollouts)
 
@@ -235,6 +252,12 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     x0 = (clustering_in.load(settings.init, task=data.meta["task"]) if settings.init
           else clustering_in.INClustering.initial(settings.seed)).vector()
     nr, rw = settings.rollouts, settings.rollout_weight
+    if nr > ROLLOUT_VAL_SEEDS - ROLLOUT_FIT_SEEDS:
+        raise ValueError(f"--rollouts {nr}: at most {ROLLOUT_VAL_SEEDS - ROLLOUT_FIT_SEEDS} "
+                         "(the fitting and the validation starts would overlap)")
+    if nr and (data.meta["static"], data.meta["moving"]) != (model_for_parts(model.task)):
+        raise ValueError(f"{data_path}: --rollouts runs the {model.task} scenario, whose parts are "
+                         f"{model_for_parts(model.task)}, not the data's {data.meta['static']} / {data.meta['moving']}")
     fit_roll = rollout_models(model.task, range(ROLLOUT_FIT_SEEDS, ROLLOUT_FIT_SEEDS + nr), settings.rollout_seconds)
     val_roll = rollout_models(model.task, range(ROLLOUT_VAL_SEEDS, ROLLOUT_VAL_SEEDS + nr), settings.rollout_seconds)
 
@@ -286,6 +309,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
            "best_generation": best[2], "start_validation_loss_N": float(vloss(x0)),
            "penetration_weight_N_per_m": pen, "init": settings.init,
+           "validation_replay_loss_N": float(loss_of(model, val, net, pen)),
            "rollouts": nr, "rollout_weight_N_per_m": rw, "rollout_seconds": settings.rollout_seconds,
            "rollout_excess_m": {"fit": rollout_excess(fit_roll, net), "validation": rollout_excess(val_roll, net),
                                 "start_fit": rollout_excess(fit_roll, clustering_in.INClustering.from_vector(x0)),

@@ -125,10 +125,17 @@ def test_rollout_term_is_the_closed_loop_penetration_past_the_allowance(ref, tmp
     m2, s2 = scenario.build(cfg)
     res = scenario.simulate(replace(m2, clustering_net=net), s2, 0.5)
     want = max(0.0, max(res.max_pen) - TC.ROLLOUT_ALLOWANCE)
+    assert want > 0.0                                # the check below compares something
     assert TC.rollout_excess([(model, state, n)], net) == pytest.approx(want, rel=0, abs=1e-12)
-    # and the training loop takes it: a tiny budget writes its figures in the report
+    # and the training loop takes it: a tiny budget writes its figures in the report, and
+    # the reported loss is the replay plus the weighted excess
     s = TC.ClusteringSettings(generations=1, popsize=4, batch=8, workers=1, checkpoint_every=1,
-                              rollouts=1, rollout_seconds=0.2, init=str(assets_dir() / "clustering" / "peg_in_hole.npz"))
-    rep = TC.train(ref["peg_in_hole"], tmp_path / "r", s, progress=False)
-    assert rep["rollouts"] == 1 and set(rep["rollout_excess_m"]) == {"fit", "validation", "start_fit", "start_validation"}
-    assert all(v >= 0.0 for v in rep["rollout_excess_m"].values())
+                              rollouts=1, rollout_seconds=0.5, init=str(assets_dir() / "clustering" / "bolting.npz"))
+    rep = TC.train(ref["bolting"], tmp_path / "r", s, progress=False)
+    ex = rep["rollout_excess_m"]
+    assert rep["rollouts"] == 1 and set(ex) == {"fit", "validation", "start_fit", "start_validation"}
+    assert ex["start_fit"] > 0.0 and ex["start_validation"] > 0.0
+    assert rep["validation_loss_N"] == pytest.approx(
+        rep["validation_replay_loss_N"] + s.rollout_weight * ex["validation"], rel=1e-9)
+    with pytest.raises(ValueError, match="overlap"):
+        TC.train(ref["bolting"], tmp_path / "r2", TC.ClusteringSettings(rollouts=11, workers=1), progress=False)
