@@ -42,12 +42,12 @@ TICK = Layout(t=1, dev_p=3, dev_q=4, dev_v=3, dev_w=3, buttons=1, p=3, R=9, V=6,
 # physics loop -> logger: one record per physics step (everything replay needs, bit-exact)
 STAGE_NAMES = ("broadphase", "detection", "clustering", "solving", "integration")
 PHYS = Layout(t=1, p_set=3, R_set=9, v_set=3, w_set=3, f_ext=6, t_after=1, p=3, R=9, V=6, wrench=6,
-              max_pen=1, n_contacts=1, n_clusters=1, times=len(STAGE_NAMES))
+              max_pen=1, n_contacts=1, n_clusters=1, fallback=1, times=len(STAGE_NAMES))
 
 
 def pack_physics(before, inp, after, info, out: np.ndarray | None = None) -> np.ndarray:
     return PHYS.pack(out, t=before.t, p_set=inp.p_set_w, R_set=inp.R_set_w, v_set=inp.v_set_w,
                      w_set=inp.w_set_w, f_ext=inp.f_ext, t_after=after.t, p=after.p_w, R=after.R_wb,
                      V=after.V, wrench=info.contact_wrench, max_pen=info.max_penetration,
-                     n_contacts=info.n_contacts, n_clusters=info.n_clusters,
+                     n_contacts=info.n_contacts, n_clusters=info.n_clusters, fallback=float(info.fallback),
                      times=[info.times.get(k, 0.0) for k in STAGE_NAMES])

@@ -52,7 +52,8 @@ SCHEMAS = {
                                                       "R_wb": _VEC, "q_wb": _VEC, "V": _VEC}},
     "/contact": {"type": "object", "properties": {
         "t": {"type": "number"}, "wrench": _VEC, "max_penetration": {"type": "number"},
-        "n_contacts": {"type": "integer"}, "n_clusters": {"type": "integer"}}},
+        "n_contacts": {"type": "integer"}, "n_clusters": {"type": "integer"},
+        "fallback": {"type": "boolean", "description": "learned clustering handed the step to k-means"}}},
     "/timing": {"type": "object", "properties": {"loop": {"type": "string"}, "t": {"type": "number"}}},
 }
 
@@ -96,7 +97,8 @@ class LogWriter:
                                      "q_wb": matrix_to_quat(R).tolist(), "V": f["V"].tolist()})
         self.put("/contact", ta, {"t": ta, "wrench": f["wrench"].tolist(),
                                   "max_penetration": float(f["max_pen"][0]),
-                                  "n_contacts": int(f["n_contacts"][0]), "n_clusters": int(f["n_clusters"][0])})
+                                  "n_contacts": int(f["n_contacts"][0]), "n_clusters": int(f["n_clusters"][0]),
+                                  "fallback": bool(f["fallback"][0])})
         self.put("/timing", ta, {"loop": "physics", "t": ta, **dict(zip(STAGE_NAMES, f["times"].tolist()))})
 
     def flush(self) -> None:

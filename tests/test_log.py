@@ -31,6 +31,17 @@ def test_log_has_every_topic_and_replays_bitwise(bolting_log):
     assert n == 150 and err_p == 0.0 and err_v == 0.0        # same code, same inputs: bitwise
 
 
+def test_log_says_which_steps_the_safety_net_clustered(bolting_log):
+    """/contact carries each step's fallback flag (learned clustering handed a step deeper than
+    contact.learned_fallback_depth to k-means): the same steps as a direct run flags."""
+    from sim_core import scenario
+    flags = [m[1]["fallback"] for m in read_log(bolting_log).messages("/contact")]
+    model, state, _ = scenario.load("bolting")
+    res = scenario.simulate(model, state, 1.5)
+    assert len(flags) == 150 and all(isinstance(f, bool) for f in flags)
+    assert flags == [bool(f) for f in res.fallback] and any(flags)     # the landing has some
+
+
 def test_replay_detects_a_tampered_trajectory(bolting_log, tmp_path):
     log = read_log(bolting_log)
     t, msg = log.topics["/part_state"][80]
