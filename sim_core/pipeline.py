@@ -50,10 +50,9 @@ class _Laps:
 def falls_back(model: Model, n_contacts: int, max_penetration: float) -> bool:
     """The learned clustering's safety net: a step whose deepest detected node is deeper than
     ``contact.learned_fallback_depth`` (and that has more nodes than representatives) is
-    clustered by k-means with each cluster's deepest member.  The networks were fitted to the
-    reference data's states, where nothing penetrates that deep; in closed loop they let the
-    nut sink through the thread from a few such states (measured, README), and k-means'
-    deepest members push every region back out."""
+    clustered by k-means with each cluster's deepest member.  Measured (README): from a few
+    such states the networks alone, fitted to replayed reference states, let the nut sink
+    through the thread in closed loop; k-means' deepest members push every region back out."""
     c = model.contact
     return (c.clustering == "learned" and model.clustering_net is not None and n_contacts > clustering_in.M_C
             and max_penetration > c.fallback_depth)

@@ -130,7 +130,7 @@ def load(name_or_path: str) -> tuple[Model, State, dict]:
     return model, state, cfg
 
 
-PERTURB_OFFSET = (0.2e-3, 1.0e-3)   # m: bolting lateral sigma; peg offset radius range (clearance 32.5 um)
+PERTURB_OFFSET = (0.2e-3, 1.0e-3)   # m: bolting lateral sigma; the peg's largest set-point offset (default 0.6 mm)
 PERTURB_TILT = 0.7                   # deg: the peg's largest start tilt about x and y
 
 
