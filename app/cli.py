@@ -173,10 +173,10 @@ def cmd_train_cspace(a) -> int:
 def cmd_data_reference(a) -> int:
     from sim_core import reference_data
     from sim_core.progress import Progress
-    jobs = [(t, None, f"{t}_reference.mcap") for t in
-            (["peg_in_hole", "bolting"] if a.task == "all" else [] if a.task == "table2" else [a.task])]
     if a.task == "table2":                   # seed 000 Table II: the bolting task on each perturbed pair
         jobs = [("bolting", pair, f"bolting_{pair[0][5:]}_reference.mcap") for pair in reference_data.table2_pairs()]
+    else:
+        jobs = [(t, None, f"{t}_reference.mcap") for t in (["peg_in_hole", "bolting"] if a.task == "all" else [a.task])]
     out = Path(a.out)
     for task, pair, name in jobs:
         label = task if pair is None else f"{task} {pair[0]}"

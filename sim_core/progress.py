@@ -7,7 +7,7 @@ import time
 
 
 class Progress:
-    """A one-line progress bar on stderr (no extra dependency for one line of text)."""
+    """``bar(k, note)``: redraws at most twice a second, and ends the line at the total."""
 
     def __init__(self, total: int, label: str, stream=sys.stderr, width: int = 30):
         self.total, self.label, self.stream, self.width = total, label, stream, width

@@ -151,22 +151,20 @@ def loss_of(model, samples, net, pen: float = 0.0) -> float:
 
 # --- closed-loop rollouts --------------------------------------------------------------------------
 
-def model_for_parts(task: str) -> tuple[str, str]:
-    """(static, moving) part names of the task's scenario."""
-    from . import config as config_mod
-    from .paths import scenario_path
-    cfg = config_mod.load(scenario_path(task))
-    return cfg["parts"]["static"], cfg["parts"]["moving"]
-
-
-def rollout_models(task: str, seeds, seconds: float) -> list:
+def rollout_models(task: str, seeds, seconds: float, parts: tuple[str, str] | None = None) -> list:
     """(model, start, steps) of the task's scenario from each seeded perturbed start
     (``scenario.perturbed``), the complete simulation with the default detector, for
-    ``rollout_excess``.  The safety net is off there: the networks alone are judged."""
+    ``rollout_excess``.  The safety net is off there: the networks alone are judged.
+    `parts`: the (static, moving) parts the networks are trained for; the scenario must
+    have them."""
     from . import config as config_mod
     from . import scenario
     from .paths import scenario_path
     base = config_mod.load(scenario_path(task))
+    own = (base["parts"]["static"], base["parts"]["moving"])
+    if seeds and parts is not None and tuple(parts) != own:
+        raise ValueError(f"--rollouts runs the {task} scenario, whose parts are {own[0]} / {own[1]}, "
+                         f"not {parts[0]} / {parts[1]}")
     out = []
     for seed in seeds:
         cfg = scenario.perturbed(base, int(seed))
@@ -255,23 +253,27 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     if nr > ROLLOUT_VAL_SEEDS - ROLLOUT_FIT_SEEDS:
         raise ValueError(f"--rollouts {nr}: at most {ROLLOUT_VAL_SEEDS - ROLLOUT_FIT_SEEDS} "
                          "(the fitting and the validation starts would overlap)")
-    if nr and (data.meta["static"], data.meta["moving"]) != (model_for_parts(model.task)):
-        raise ValueError(f"{data_path}: --rollouts runs the {model.task} scenario, whose parts are "
-                         f"{model_for_parts(model.task)}, not the data's {data.meta['static']} / {data.meta['moving']}")
-    fit_roll = rollout_models(model.task, range(ROLLOUT_FIT_SEEDS, ROLLOUT_FIT_SEEDS + nr), settings.rollout_seconds)
-    val_roll = rollout_models(model.task, range(ROLLOUT_VAL_SEEDS, ROLLOUT_VAL_SEEDS + nr), settings.rollout_seconds)
+    parts = (data.meta["static"], data.meta["moving"])
+    try:
+        fit_roll = rollout_models(model.task, range(ROLLOUT_FIT_SEEDS, ROLLOUT_FIT_SEEDS + nr),
+                                  settings.rollout_seconds, parts)
+        val_roll = rollout_models(model.task, range(ROLLOUT_VAL_SEEDS, ROLLOUT_VAL_SEEDS + nr),
+                                  settings.rollout_seconds, parts)
+    except ValueError as e:
+        raise ValueError(f"{data_path}: {e}") from None
 
     def vloss(theta):       # model selection: the validation replay plus the validation rollouts
         return _full_loss(model, val, theta, pen, val_roll, rw)
+    start_loss = vloss(x0)
     ckpt = out.with_suffix(".cmaes")
     if resume and ckpt.exists():
         es = pickle.loads(ckpt.read_bytes())
         rng = es.tightsim_rng
         prev = getattr(es, "tightsim_best", None)     # re-scored: the data, the validation samples
-        best = (vloss(prev[1]), prev[1], prev[2]) if prev else (vloss(x0), x0, 0)
+        best = (vloss(prev[1]), prev[1], prev[2]) if prev else (start_loss, x0, 0)
         # or the model may have changed since the checkpoint, and losses are only compared on one set
     else:
-        best = (vloss(x0), x0, 0)    # (validation loss, weights, generation)
+        best = (start_loss, x0, 0)    # (validation loss, weights, generation)
         opts = {"seed": settings.seed + 1, "verbose": -9}
         if settings.popsize:
             opts["popsize"] = settings.popsize
@@ -298,20 +300,22 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
         if pool is not None:
             pool.close()
     net = clustering_in.INClustering.from_vector(best[1])
-    deltas = {}
+    parts_by_delta = {}                          # delta -> (replay loss, rollouts' excess)
     for d in clustering_in.DELTA_GRID:           # the depth tilt's scale: a hyperparameter, on validation
         net.delta = d
-        deltas[d] = loss_of(model, val, net, pen) + (rw * rollout_excess(val_roll, net) if nr else 0.0)
+        parts_by_delta[d] = (loss_of(model, val, net, pen), rollout_excess(val_roll, net))
+    deltas = {d: r + rw * x for d, (r, x) in parts_by_delta.items()}
     net.delta = min(deltas, key=deltas.get)
+    replay_loss, val_excess = parts_by_delta[net.delta]
     clustering_in.save(out.with_suffix(".npz"), net, model.task)
     rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,
            "validation_samples": len(val), "generations": int(es.countiter), "popsize": int(es.popsize),
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
-           "best_generation": best[2], "start_validation_loss_N": float(vloss(x0)),
+           "best_generation": best[2], "start_validation_loss_N": float(start_loss),
            "penetration_weight_N_per_m": pen, "init": settings.init,
-           "validation_replay_loss_N": float(loss_of(model, val, net, pen)),
+           "validation_replay_loss_N": float(replay_loss),
            "rollouts": nr, "rollout_weight_N_per_m": rw, "rollout_seconds": settings.rollout_seconds,
-           "rollout_excess_m": {"fit": rollout_excess(fit_roll, net), "validation": rollout_excess(val_roll, net),
+           "rollout_excess_m": {"fit": rollout_excess(fit_roll, net), "validation": val_excess,
                                 "start_fit": rollout_excess(fit_roll, clustering_in.INClustering.from_vector(x0)),
                                 "start_validation": rollout_excess(val_roll, clustering_in.INClustering.from_vector(x0))}
            if nr else None,

@@ -65,8 +65,9 @@ def test_fast_features_and_normal_angles_equal_the_plain_formulas(engaged):
 
 @pytest.mark.parametrize("shape", ["engaged", "line", "pair", "duplicates", "flat"])
 def test_neighbour_search_is_exact(engaged, shape):
-    """Both numba searches (the part's neighbour table, the uniform grid) give the same k
-    nearest distances as scipy's k-d tree, including degenerate sets."""
+    """Both searches (the part's neighbour table in numba; for hand-made contact sets, scipy's
+    k-d tree without the node itself) give the same k nearest distances as scipy's k-d tree,
+    including degenerate sets."""
     from scipy.spatial import cKDTree
     model, _, nodes = engaged
     rng = np.random.default_rng(7)
