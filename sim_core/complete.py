@@ -133,7 +133,11 @@ def step(model: Model, setup: ArmSetup, st: FullState, inp) -> tuple[FullState, 
     H = np.diag(0.5 * (setup.K_c * T / 2 + setup.D_c))
     F0 = setup.K_c * e + H @ e_dot
     # arm's torque limits: active set from a contact-free coupled pre-solve
-    A_p, b_p = pmi.system(model.mass, model.inertia_b, part.V, T, inp.f_ext, np.zeros((6, 6)))
+    # Coriolis term at the midpoint of the part's own contact-free system (pmi module docstring):
+    # the energy balance is exact for any point; momentum is not conserved under the grasp and
+    # contact impulses anyway
+    w_bar = pmi.coriolis_point(model.mass, model.inertia_b, part.V, T, inp.f_ext, np.zeros((6, 6)))
+    A_p, b_p = pmi.system(model.mass, model.inertia_b, part.V, T, inp.f_ext, np.zeros((6, 6)), w_bar)
     A_p = A_p + G.T @ H @ G
     b_p = b_p + G.T @ F0
     S_free = A_a + J.T @ H @ J

@@ -50,13 +50,17 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "contact": {
         "friction": Field("float", 0.15, lo=0.0, doc="Coulomb coefficient mu"),
-        "clusters": Field("int", 12, lo=1, doc="M_c, representatives after k-means"),
-        "clustering": Field("enum", "learned", choices=("learned", "kmeans", "kmeans_centroid"),
-                            doc="contact clustering: the trained interaction networks "
-                                "(assets/clustering/TASK.npz, always 12 representatives), k-means with "
-                                "each cluster's deepest member, or k-means centroids (the seed's baseline)"),
+        "clusters": Field("int", 12, lo=1, doc="M_c: k-means clusters, or the body patches of the patch "
+                                                 "clustering (each gives one representative per normal "
+                                                 "direction it touches)"),
+        "clustering": Field("enum", "patches", choices=("patches", "learned", "kmeans", "kmeans_centroid"),
+                            doc="contact clustering: fixed body patches split by normal direction "
+                                "(depth-weighted centroids; README, Fidelity under load), the trained "
+                                "interaction networks (assets/clustering/TASK.npz, 12 representatives), "
+                                "k-means with each cluster's deepest member, or k-means centroids (the "
+                                "seed's baseline)"),
         "learned_fallback_depth": Field("float", 1e-4, gt=0.0, unit="m",
-                                        doc="learned clustering's safety net: a step whose deepest "
+                                        doc="patch and learned clustering's safety net: a step whose deepest "
                                             "detected node is deeper than this is clustered by k-means "
                                             "(deepest members) instead (README, Contact-wrench data and "
                                             "learned clustering)"),

@@ -32,6 +32,19 @@ def exp_so3(w):
 
 
 @njit(cache=True)
+def cayley(a):
+    """Cayley map  cay(a) = (I - S(a)/2)^-1 (I + S(a)/2)  (an exact rotation for every a).
+
+    Closed form: I + 4 / (4 + |a|^2) (S(a) + S(a)^2 / 2).  cay(a)^-1 = cay(a)^T = cay(-a), and
+    cay(a) = exp(S(a)) + O(|a|^3): the rotation by 2 atan(|a|/2) about a, so
+    exp(S(a)) = cay(tan(|a|/2) / (|a|/2) a).  The midpoint momentum update of PMI is a Cayley
+    rotation (``pmi`` module docstring)."""
+    K = skew(a)
+    c = 4.0 / (4.0 + a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    return np.eye(3) + c * (K + 0.5 * (K @ K))
+
+
+@njit(cache=True)
 def exp_so3_batch(W):
     """exp(S(w)) for every row of W (n, 3): (n, 3, 3)."""
     out = np.empty((W.shape[0], 3, 3))

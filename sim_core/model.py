@@ -24,7 +24,7 @@ class ContactParams:
     sor_relaxation: float = 1.0
     sor_iterations: int = 100
     sor_tolerance: float = 1e-6   # N
-    clustering: str = "learned"   # "learned" (Model.clustering_net; k-means without one) | "kmeans" | "kmeans_centroid"
+    clustering: str = "patches"   # "patches" | "learned" (Model.clustering_net) | "kmeans" | "kmeans_centroid"
     fallback_depth: float = 1e-4  # m: learned clustering hands a step this deep to k-means (deepest)
 
 
@@ -57,6 +57,7 @@ class Model:
     arm: object = None        # complete.ArmSetup: the Panda holding the part (None: the drive)
     node_nb: np.ndarray | None = None  # (N, P) int32: each node's P nearest nodes, body frame, nearest first
     clustering_net: object = None  # clustering_in.INClustering when contact.clustering = "learned"
+    node_patch: np.ndarray | None = None  # (N,) int64: each node's body-frame patch (clustering "patches")
 
 
 @dataclass(frozen=True)

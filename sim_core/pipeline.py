@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import broadphase, clustering, clustering_in, cspace, detection, drive, pmi, solver_pgs, solver_sor
+from . import (
+    broadphase,
+    clustering,
+    clustering_in,
+    cspace,
+    detection,
+    drive,
+    pmi,
+    solver_pgs,
+    solver_sor,
+)
 from .model import Contacts, Inputs, Model, State
 
 STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
@@ -48,22 +58,28 @@ class _Laps:
 
 
 def falls_back(model: Model, n_contacts: int, max_penetration: float) -> bool:
-    """The learned clustering's safety net: a step whose deepest detected node is deeper than
-    ``contact.learned_fallback_depth`` (and that has more nodes than representatives) is
-    clustered by k-means with each cluster's deepest member.  Measured (README): from a few
-    such states the networks alone, fitted to replayed reference states, let the nut sink
-    through the thread in closed loop; k-means' deepest members push every region back out."""
+    """The safety net of the learned and the patch clustering: a step whose deepest detected
+    node is deeper than ``contact.learned_fallback_depth`` (and that has more nodes than
+    representatives) is clustered by k-means with each cluster's deepest member.  Measured
+    (README): from a few such states the networks alone let the nut sink through the thread
+    in closed loop; patches alone let the nut jam on the bolt's first thread at landing
+    (2.1 mm deep, never engaged); k-means' deepest members push every region back out."""
     c = model.contact
-    return (c.clustering == "learned" and model.clustering_net is not None and n_contacts > clustering_in.M_C
-            and max_penetration > c.fallback_depth)
+    if c.clustering == "learned":
+        ok = model.clustering_net is not None and n_contacts > clustering_in.M_C
+    else:
+        ok = c.clustering == "patches" and model.node_patch is not None and n_contacts > 0
+    return ok and max_penetration > c.fallback_depth
 
 
 def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> Contacts:
     """The configured clustering of a detected contact set (``contact.clustering``); f_ext is
     the part's external wrench [f_w; tau_b], an input of the learned networks."""
     c = model.contact
-    if (c.clustering == "learned" and model.clustering_net is not None
-            and not falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))):
+    deep = falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))
+    if c.clustering == "patches" and model.node_patch is not None and not deep:
+        return clustering.patches(nodes, model.node_patch, c.clusters, model.R_ws)
+    if c.clustering == "learned" and model.clustering_net is not None and not deep:
         return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)   # (<= M_C nodes: themselves)
     return clustering.kmeans(nodes, c.clusters, c.normal_scale,
                              "centroid" if c.clustering == "kmeans_centroid" else "deepest")
@@ -92,7 +108,10 @@ def step_with_contacts(model: Model, state: State, inp: Inputs, reps: Contacts, 
     """The dynamics half of a step: drive, contact solving, PMI integration.  `lin`: the
     drive's (F0, B) when the caller already has it (``drive.linearize``)."""
     F0, B = drive.linearize(model, state, inp) if lin is None else lin
-    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
+    # Coriolis term at the contact-free midpoint (pmi module docstring): the energy balance is
+    # exact for any point; momentum is not conserved under contact impulses anyway
+    w_bar = pmi.coriolis_point(model.mass, model.inertia_b, state.V, model.dt, F0, B)
+    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B, w_bar)
     row = cspace.row_for(model, state) if model.contact.solver == "sor" else None
     laps.lap("cspace")
     V_next, wrench, sweeps, forces_w, warm = solve_contacts(model, state, reps, A, b, row)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import config as config_mod
-from . import broadphase, clustering_in, pipeline
+from . import broadphase, clustering, clustering_in, pipeline
 from .geometry import profiles
 from .geometry.assets import load_mesh
 from .geometry.mesh import mass_properties, mesh_part
@@ -110,6 +110,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
         static_dims=static.dimensions(), moving_dims=moving.dimensions(), cspace=cs,
         node_nb=clustering_in.node_table(mesh.vertices - com), clustering_net=net,
+        node_patch=clustering.patch_labels(mesh.vertices - com, c["clusters"]),
     )
     if cfg["arm"]["robot"] == "panda":
         from .complete import make_setup

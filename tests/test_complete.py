@@ -67,18 +67,50 @@ def test_the_drive_stays_selectable():
     assert np.all(np.isfinite(res.final.p_w))
 
 
-def test_learned_clustering_is_the_default_and_its_contacts_are_the_networks():
-    """Both scenarios load the shipped networks by default and a step's contacts are theirs,
-    unless the step's deepest node is deeper than contact.learned_fallback_depth: then they
-    are k-means' deepest members (the safety net), and the step says so.  k-means stays
-    selectable."""
+def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
+    """Both scenarios cluster by body patches by default; a step's contacts are the patch
+    representatives unless its deepest node is deeper than contact.learned_fallback_depth
+    (then k-means' deepest members, and the step says so)."""
+    from dataclasses import replace
+
+    from sim_core import broadphase, clustering, detection, pipeline
+    for name in ("peg_in_hole", "bolting"):
+        model, _, _ = scenario.load(name)
+        assert model.contact.clustering == "patches" and model.clustering_net is None, name
+        assert model.node_patch.shape == (len(model.nodes_b),) and model.node_patch.max() == 11
+    model, state, _ = scenario.load("bolting")
+    st = scenario.simulate(model, state, 2.0).final               # landed on the thread
+    reach = detection.reach(model, st)
+    ci, x_s = broadphase.candidates(model, st, reach)
+    nodes, _ = detection.detect(model, x_s, reach, ci)
+    deepest = -float(nodes.d.min())
+    assert 0.0 < deepest < model.contact.fallback_depth
+    direct = clustering.patches(nodes, model.node_patch, 12, model.R_ws)
+    assert 12 <= len(direct) < len(nodes)       # one per (patch, normal bin) touched
+    for depth, own in ((deepest * 1.01, True), (deepest * 0.99, False)):
+        m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
+        reps = pipeline.contacts_at(m2, st)[0]
+        want = direct if own else clustering.kmeans(nodes, 12, m2.contact.normal_scale, "deepest")
+        assert np.array_equal(reps.x_w, want.x_w) and np.array_equal(reps.n_w, want.n_w), depth
+        assert pipeline.step(m2, st, scenario.inputs_at(m2, st.t))[1].fallback is not own
+
+
+def test_learned_clustering_contacts_are_the_networks():
+    """With contact.clustering = "learned" both scenarios load the shipped networks and a
+    step's contacts are theirs, unless the step's deepest node is deeper than
+    contact.learned_fallback_depth: then they are k-means' deepest members (the safety net),
+    and the step says so.  k-means stays selectable."""
     from dataclasses import replace
 
     from sim_core import broadphase, clustering, clustering_in, detection, pipeline
     for name in ("peg_in_hole", "bolting"):
-        model, _, _ = scenario.load(name)
+        _, _, cfg = scenario.load(name)
+        cfg["contact"]["clustering"] = "learned"
+        model, _ = scenario.build(cfg, name)
         assert model.contact.clustering == "learned" and model.clustering_net is not None, name
-    model, state, cfg = scenario.load("bolting")
+    _, _, cfg = scenario.load("bolting")
+    cfg["contact"]["clustering"] = "learned"
+    model, state = scenario.build(cfg, "bolting (learned)")
     st = scenario.simulate(model, state, 2.0).final               # landed on the thread
     f_ext = np.array([0.5, -0.3, -12.0, 0.0, 0.0, 0.2])
     reach = detection.reach(model, st)
