@@ -75,10 +75,14 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
 
     from sim_core import broadphase, clustering, detection, pipeline
     for name in ("peg_in_hole", "bolting"):
-        model, _, _ = scenario.load(name)
+        _, _, cfg = scenario.load(name)
+        cfg["contact"]["clustering"] = "patches"
+        model, _ = scenario.build(cfg, name)
         assert model.contact.clustering == "patches" and model.clustering_net is None, name
         assert model.node_patch.shape == (len(model.nodes_b),) and model.node_patch.max() == 11
-    model, state, _ = scenario.load("bolting")
+    _, _, cfg = scenario.load("bolting")
+    cfg["contact"]["clustering"] = "patches"
+    model, state = scenario.build(cfg, "bolting (patches)")
     st = scenario.simulate(model, state, 2.0).final               # landed on the thread
     reach = detection.reach(model, st)
     ci, x_s = broadphase.candidates(model, st, reach)

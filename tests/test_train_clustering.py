@@ -122,6 +122,7 @@ def test_rollout_term_is_the_closed_loop_penetration_past_the_allowance(ref, tmp
     assert n == 50 and model.contact.fallback_depth >= 1.0
     cfg = scenario.perturbed(config_mod.load(scenario_path("bolting")), TC.ROLLOUT_FIT_SEEDS)
     cfg["contact"]["learned_fallback_depth"] = 1.0
+    cfg["contact"]["clustering"] = "learned"
     m2, s2 = scenario.build(cfg)
     res = scenario.simulate(replace(m2, clustering_net=net), s2, 0.5)
     want = max(0.0, max(res.max_pen) - TC.ROLLOUT_ALLOWANCE)
