@@ -47,7 +47,7 @@ VARIANTS = {
     "every+exact": {"detector": "exact", "clustering": "kmeans", "clusters": 1_000_000},
     "kmeans+exact": {"detector": "exact", "clustering": "kmeans"},
     "defaults": {},
-    "patches": {"clustering": "patches"},   # the neural SDF with patch clustering (not yet the default)
+    "learned": {"clustering": "learned"},   # the previous default: the seed's interaction networks
 }
 
 ALPHA = math.radians(30.0)        # flank half-angle of the 60 deg metric thread

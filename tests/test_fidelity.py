@@ -43,7 +43,7 @@ def test_closed_forms_agree_with_each_other():
 
 @pytest.mark.parametrize("mu, load, raising", [(0.2, 100.0, True), (0.3, 300.0, False)])
 def test_power_screw_torque_defaults(mu, load, raising):
-    _screw("patches", mu, load, raising)
+    _screw("defaults", mu, load, raising)
 
 
 @pytest.mark.slow
@@ -51,7 +51,7 @@ def test_power_screw_torque_defaults(mu, load, raising):
 @pytest.mark.parametrize("load", [100.0, 300.0])
 @pytest.mark.parametrize("mu", [0.1, 0.2, 0.3])
 def test_power_screw_torque_defaults_all(mu, load, raising):
-    _screw("patches", mu, load, raising)
+    _screw("defaults", mu, load, raising)
 
 
 @pytest.mark.slow
@@ -68,14 +68,14 @@ def test_power_screw_reference_variants(variant):
 
 @pytest.mark.parametrize("mu, load", [(0.1, 100.0), (0.05, 50.0)])
 def test_nut_holds_above_self_locking(mu, load):
-    h = F.axial_hold("patches", mu, load, seconds=5.0)
+    h = F.axial_hold("defaults", mu, load, seconds=5.0)
     assert mu > h.locking_mu
     assert abs(h.descent) < HOLD_TOL and abs(h.turned) < HOLD_TOL / (0.005 / (2 * math.pi))
 
 
 @pytest.mark.parametrize("mu", [0.0, 0.01])
 def test_nut_runs_down_below_self_locking(mu):
-    h = F.axial_hold("patches", mu, 100.0, seconds=0.5)
+    h = F.axial_hold("defaults", mu, 100.0, seconds=0.5)
     assert mu < h.locking_mu
     assert h.descent > 1e-3 and h.turned < 0                 # it turns down the thread
     if mu == 0.0:   # frictionless: along its helix (at mu = 0.01 it runs 13 % ahead of it: README)
@@ -85,17 +85,17 @@ def test_nut_runs_down_below_self_locking(mu):
 
 @pytest.mark.parametrize("ratio", [0.9, 0.95])
 def test_peg_sticks_below_mu_n(ratio):
-    r = F.peg_on_wall("patches", 0.2, 20.0, ratio * 0.2 * 20.0)
+    r = F.peg_on_wall("defaults", 0.2, 20.0, ratio * 0.2 * 20.0)
     assert abs(r.velocity) < STICK_VELOCITY_TOL
 
 
 def test_frictionless_wall_does_not_push_along_itself():
-    r = F.peg_on_wall("patches", 0.0, 20.0, 0.0)
+    r = F.peg_on_wall("defaults", 0.0, 20.0, 0.0)
     assert abs(r.axial_force) < FRICTIONLESS_AXIAL_TOL
 
 
 @pytest.mark.xfail(strict=True, reason="not met: each ring of peg nodes entering the bore is caught by the "
                    "speculative contact on the entry chamfer (a convex edge), in every variant (README)")
 def test_peg_slides_above_mu_n_at_rigid_body_rate():
-    r = F.peg_on_wall("patches", 0.2, 20.0, 1.3 * 0.2 * 20.0, seconds=0.3)
+    r = F.peg_on_wall("defaults", 0.2, 20.0, 1.3 * 0.2 * 20.0, seconds=0.3)
     assert r.accel == pytest.approx(r.accel_law, rel=SLIDE_RATE_TOL)
