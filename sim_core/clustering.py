@@ -122,19 +122,23 @@ def kmeans(contacts: Contacts, k: int, normal_scale: float, representative: str 
 
 
 # --- patches: fixed regions of the moving part, split by the contact normal -------------------
-# The 26 directions of a cube's faces, edges and corners: a detected node's normal (static
-# frame) falls in the bin of the direction nearest to it, so the two flanks of a thread
-# (normals 60 deg apart, one leaning up, one down) and a bore wall's sides never share a
-# representative, whatever the part's orientation.
-_DIRS = np.array([(a, b, c) for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)
-                  if (a, b, c) != (0, 0, 0)], dtype=np.float64)
+# Normal bins in the static part's cylindrical frame (its axis is z, ARCHITECTURE sec. 5): the
+# normal's elevation n_z in five classes (down-facing, lower flank, radial, upper flank,
+# up-facing; edges at +-0.25 and +-0.75, so a 60 deg thread's flanks, n_z = -+0.5, sit mid-
+# class and its crests, n_z = 0, too), and for the three middle classes the direction of its
+# horizontal part against the node's radial direction (outward, inward, either tangent: 90 deg
+# classes).  The two flanks of a thread, its crest and a bore's opposite sides never share a
+# representative, and a patch's gently turning normals (a 30 deg sector of a flank) stay in
+# one bin.  (The first version binned to the 26 directions of a cube: sectors straddled bin
+# edges and the nut had 51 representatives a step, median, 87 at most.)
+ELEVATION_EDGES = (-0.75, -0.25, 0.25, 0.75)
+N_NORMAL_BINS = 2 + 3 * 4
 # m: depth scale of a patch's weights exp(-(d_i - d_min) / scale).  Measured (closed loop,
 # ``fidelity`` and the scenarios): uniform weights (the plain centroid) moved the wedged
 # peg's contacts from its end and the rim toward mid-patch and jammed it at 6.4 mm; the
 # deepest member alone sat at the thread's crest corner (nut torque 5-8 % low, rocking);
 # 20 um keeps a loaded flank's lever arm (its depths differ by microns) and a wedge's edge.
 PATCH_DEPTH_SCALE = 2e-5
-NORMAL_BINS = _DIRS / np.linalg.norm(_DIRS, axis=1)[:, None]
 
 
 def patch_labels(nodes_b: np.ndarray, n_patches: int) -> np.ndarray:
@@ -149,21 +153,42 @@ def patch_labels(nodes_b: np.ndarray, n_patches: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _patch_representatives(x, nrm_s, nrm, d, patch, n_patches, bins, scale):
+def normal_bin(x_s, n_s):
+    """The bin (0 .. N_NORMAL_BINS - 1) of a normal n_s at the point x_s, both static frame."""
+    nz = n_s[2]
+    if nz < ELEVATION_EDGES[0]:
+        return 0
+    if nz > ELEVATION_EDGES[3]:
+        return 1
+    e = 0 if nz < ELEVATION_EDGES[1] else (1 if nz <= ELEVATION_EDGES[2] else 2)
+    r = math.sqrt(x_s[0] * x_s[0] + x_s[1] * x_s[1])
+    h = math.sqrt(n_s[0] * n_s[0] + n_s[1] * n_s[1])
+    q = 0
+    if r > 0.0 and h > 0.0:
+        c = (n_s[0] * x_s[0] + n_s[1] * x_s[1]) / (r * h)        # cos of normal vs radial
+        t = (n_s[1] * x_s[0] - n_s[0] * x_s[1]) / (r * h)        # sin
+        if c >= abs(t):
+            q = 0
+        elif -c >= abs(t):
+            q = 1
+        elif t > 0.0:
+            q = 2
+        else:
+            q = 3
+    return 2 + 4 * e + q
+
+
+@njit(cache=True)
+def _patch_representatives(x, x_s, nrm_s, nrm, d, patch, n_patches, scale):
     """Groups = (patch, normal bin) pairs present; per group the members' depth-weighted
     centroid and mean normal (weights exp(-(d_i - d_min) / scale), d_min the group's deepest
     member) and the deepest member's signed distance."""
-    nb = bins.shape[0]
+    nb = N_NORMAL_BINS
     slot = np.full(n_patches * nb, -1, dtype=np.int64)
     m = 0
     gid = np.empty(x.shape[0], dtype=np.int64)
     for i in range(x.shape[0]):
-        best, arg = -2.0, 0
-        for j in range(nb):
-            s = nrm_s[i, 0] * bins[j, 0] + nrm_s[i, 1] * bins[j, 1] + nrm_s[i, 2] * bins[j, 2]
-            if s > best:
-                best, arg = s, j
-        key = patch[i] * nb + arg
+        key = patch[i] * nb + normal_bin(x_s[i], nrm_s[i])
         if slot[key] < 0:
             slot[key] = m
             m += 1
@@ -193,7 +218,7 @@ def _patch_representatives(x, nrm_s, nrm, d, patch, n_patches, bins, scale):
 
 
 def patches(contacts: Contacts, node_patch: np.ndarray, n_patches: int, R_ws: np.ndarray,
-            scale: float = PATCH_DEPTH_SCALE) -> Contacts:
+            p_ws: np.ndarray, scale: float = PATCH_DEPTH_SCALE) -> Contacts:
     """One representative per (body patch, normal bin) group of the detected nodes: the
     members' depth-weighted centroid and mean normal (``PATCH_DEPTH_SCALE``), and the deepest
     member's depth.
@@ -202,11 +227,12 @@ def patches(contacts: Contacts, node_patch: np.ndarray, n_patches: int, R_ws: np
     node sits at the crest corner, at a smaller radius than the flank's load, and which node
     is deepest changes every step, so the 12 representatives jumped, the capped solver never
     converged and a nut loaded with 100-300 N rocked off its thread.  Patches fixed in the
-    body keep each representative where its region carries load, the normal bins keep the
-    two flanks apart, and the deepest depth pushes the patch out as fast as its worst node."""
+    body keep each representative where its region carries load, the normal bins
+    (``normal_bin``) keep the two flanks apart, and the deepest depth pushes the patch out as fast as its worst node."""
     if len(contacts) == 0 or contacts.idx is None:
         return contacts
-    nrm_s = contacts.n_w @ R_ws
-    x, nrm, d = _patch_representatives(contacts.x_w, np.ascontiguousarray(nrm_s), contacts.n_w, contacts.d,
-                                       node_patch[contacts.idx], n_patches, NORMAL_BINS, scale)
+    nrm_s = np.ascontiguousarray(contacts.n_w @ R_ws)
+    x_s = np.ascontiguousarray((contacts.x_w - p_ws) @ R_ws)
+    x, nrm, d = _patch_representatives(contacts.x_w, x_s, nrm_s, contacts.n_w, contacts.d,
+                                       node_patch[contacts.idx], n_patches, scale)
     return Contacts(x, nrm, d)

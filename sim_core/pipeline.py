@@ -78,7 +78,7 @@ def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> C
     c = model.contact
     deep = falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))
     if c.clustering == "patches" and model.node_patch is not None and not deep:
-        return clustering.patches(nodes, model.node_patch, c.clusters, model.R_ws)
+        return clustering.patches(nodes, model.node_patch, c.clusters, model.R_ws, model.p_ws)
     if c.clustering == "learned" and model.clustering_net is not None and not deep:
         return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)   # (<= M_C nodes: themselves)
     return clustering.kmeans(nodes, c.clusters, c.normal_scale,

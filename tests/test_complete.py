@@ -89,7 +89,7 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     nodes, _ = detection.detect(model, x_s, reach, ci)
     deepest = -float(nodes.d.min())
     assert 0.0 < deepest < model.contact.fallback_depth
-    direct = clustering.patches(nodes, model.node_patch, 12, model.R_ws)
+    direct = clustering.patches(nodes, model.node_patch, 12, model.R_ws, model.p_ws)
     assert 12 <= len(direct) < len(nodes)       # one per (patch, normal bin) touched
     for depth, own in ((deepest * 1.01, True), (deepest * 0.99, False)):
         m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
