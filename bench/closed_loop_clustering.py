@@ -2,8 +2,10 @@
 the default neural detector) from seeded perturbed starts (``scenario.perturbed``: the
 nut's thread phase and offset, the peg's offset and tilt), per clustering:
 
-* ``learned``          -- the default: the trained networks, with the k-means safety net for
-                          steps deeper than ``contact.learned_fallback_depth``;
+* ``patches``          -- the default: body patches split by normal direction (no safety net);
+* ``patches, net``     -- patches with the learned clustering's k-means safety net at 0.1 mm;
+* ``learned``          -- the trained networks, with the k-means safety net for steps deeper
+                          than ``contact.learned_fallback_depth``;
 * ``learned, no net``  -- the networks on every step (fallback depth 1 m);
 * ``kmeans``           -- k-means with each cluster's deepest member.
 
@@ -24,7 +26,8 @@ import numpy as np  # noqa: E402
 from sim_core import config as config_mod, scenario  # noqa: E402
 from sim_core.paths import scenario_path  # noqa: E402
 
-MODES = {"learned": ("learned", None), "learned, no net": ("learned", 1.0), "kmeans": ("kmeans", None)}
+MODES = {"patches": ("patches", None), "patches, no net": ("patches", 1.0), "learned": ("learned", None),
+         "learned, no net": ("learned", 1.0), "kmeans": ("kmeans", None)}
 PITCH_TOL = 0.02        # a run holds the thread when its advance per turn is within 2 % of the pitch
 MIN_INSERTION = 0.040   # m: the peg run is complete when it is 40 of the 45 mm in
 
@@ -69,7 +72,7 @@ def main(argv=None) -> int:
             dn = np.concatenate([r["deep_n"] for r in rs])
             fb = sum(r["fallback"] for r in rs), sum(r["clustered"] for r in rs)
             print(f"  {mode:16s} {sum(r['ok'] for r in rs):3d}/{len(rs):<2d} {np.median(pen):13.0f} / {pen.max():<11.0f}"
-                  f" {(f'{fb[0]} of {fb[1]}' if mode.startswith('learned') else '-'):>15s}"
+                  f" {(f'{fb[0]} of {fb[1]}' if mode in ('learned', 'patches, net') else '-'):>15s}"
                   f" {f'{dn.min()}-{dn.max()}':>20s} {np.median(dt):12.3f} / {np.percentile(dt, 99):<13.3f}"
                   f" {np.median(np.concatenate([r['step'] for r in rs])) * 1e3:12.2f}")
             print("      per run: " + "; ".join(f"{r['fig']}, {r['pen'] * 1e6:.0f} um" for r in rs))

@@ -123,15 +123,16 @@ def kmeans(contacts: Contacts, k: int, normal_scale: float, representative: str 
 
 # --- patches: fixed regions of the moving part, split by the contact normal -------------------
 # Normal bins in the static part's cylindrical frame (its axis is z, ARCHITECTURE sec. 5): the
-# normal's elevation n_z in five classes (down-facing, lower flank, radial, upper flank,
-# up-facing; edges at +-0.25 and +-0.75, so a 60 deg thread's flanks, n_z = -+0.5, sit mid-
-# class and its crests, n_z = 0, too), and for the three middle classes the direction of its
-# horizontal part against the node's radial direction (outward, inward, either tangent: 90 deg
-# classes).  The two flanks of a thread, its crest and a bore's opposite sides never share a
-# representative, and a patch's gently turning normals (a 30 deg sector of a flank) stay in
-# one bin.  (The first version binned to the 26 directions of a cube: sectors straddled bin
-# edges and the nut had 51 representatives a step, median, 87 at most.)
-ELEVATION_EDGES = (-0.75, -0.25, 0.25, 0.75)
+# normal's elevation n_z in five classes -- down-facing (< -0.95, within 18 deg of the axis),
+# lower flank (-0.95 .. -0.5), radial (-0.5 .. 0.5), upper flank, up-facing -- so a 60 deg
+# thread's flank normals (30 deg off the axis, n_z = -+0.87), its crests and roots (n_z = 0)
+# and 45 deg chamfers (0.71) sit well inside one class; and for the three middle classes the
+# direction of the normal's horizontal part against the node's radial direction (outward,
+# inward, either tangent: 90 deg classes).  A thread's two flanks, its crest and a bore's
+# opposite sides never share a representative; a patch's gently turning normals stay in one
+# bin.  (The first version binned to the 26 directions of a cube: sectors straddled bin edges,
+# and the nut had 51 representatives a step, median, 87 at most.)
+ELEVATION_EDGES = (-0.95, -0.5, 0.5, 0.95)
 N_NORMAL_BINS = 2 + 3 * 4
 # m: depth scale of a patch's weights exp(-(d_i - d_min) / scale).  Measured (closed loop,
 # ``fidelity`` and the scenarios): uniform weights (the plain centroid) moved the wedged
@@ -179,60 +180,92 @@ def normal_bin(x_s, n_s):
 
 
 @njit(cache=True)
-def _patch_representatives(x, x_s, nrm_s, nrm, d, patch, n_patches, scale):
-    """Groups = (patch, normal bin) pairs present; per group the members' depth-weighted
-    centroid and mean normal (weights exp(-(d_i - d_min) / scale), d_min the group's deepest
-    member) and the deepest member's signed distance."""
+def _patch_representatives(x_s, nrm_s, d, patch, n_patches, scale):
+    """Groups = (patch, normal bin) pairs present; per group, in the static part's frame:
+    the members' depth-weighted mean in cylindrical coordinates (radius, azimuth by the
+    circular mean, height) and their mean normal in the local cylindrical basis, turned to
+    that azimuth; weights exp(-(d_i - d_min) / scale), d_min the group's deepest member's
+    signed distance, which the representative takes.  Returns (x_s, n_s, d) of the groups and
+    the row of each group's deepest member."""
     nb = N_NORMAL_BINS
     slot = np.full(n_patches * nb, -1, dtype=np.int64)
     m = 0
-    gid = np.empty(x.shape[0], dtype=np.int64)
-    for i in range(x.shape[0]):
+    gid = np.empty(x_s.shape[0], dtype=np.int64)
+    for i in range(x_s.shape[0]):
         key = patch[i] * nb + normal_bin(x_s[i], nrm_s[i])
         if slot[key] < 0:
             slot[key] = m
             m += 1
         gid[i] = slot[key]
     dm = np.full(m, np.inf)
-    for i in range(x.shape[0]):
-        dm[gid[i]] = min(dm[gid[i]], d[i])
-    sx = np.zeros((m, 3))
-    sn = np.zeros((m, 3))
-    sw = np.zeros(m)
-    for i in range(x.shape[0]):
+    deepest = np.zeros(m, dtype=np.int64)
+    for i in range(x_s.shape[0]):
+        if d[i] < dm[gid[i]]:
+            dm[gid[i]] = d[i]
+            deepest[gid[i]] = i
+    acc = np.zeros((m, 8))      # w, w r, w cos, w sin, w z, w n_r, w n_t, w n_z
+    for i in range(x_s.shape[0]):
         g = gid[i]
         w = math.exp(-(d[i] - dm[g]) / scale)
-        for a in range(3):
-            sx[g, a] += w * x[i, a]
-            sn[g, a] += w * nrm[i, a]
-        sw[g] += w
+        r = math.sqrt(x_s[i, 0] * x_s[i, 0] + x_s[i, 1] * x_s[i, 1])
+        c, sn = (x_s[i, 0] / r, x_s[i, 1] / r) if r > 0.0 else (1.0, 0.0)
+        acc[g, 0] += w
+        acc[g, 1] += w * r
+        acc[g, 2] += w * c
+        acc[g, 3] += w * sn
+        acc[g, 4] += w * x_s[i, 2]
+        acc[g, 5] += w * (nrm_s[i, 0] * c + nrm_s[i, 1] * sn)
+        acc[g, 6] += w * (-nrm_s[i, 0] * sn + nrm_s[i, 1] * c)
+        acc[g, 7] += w * nrm_s[i, 2]
+    xo = np.empty((m, 3))
+    no = np.empty((m, 3))
     for g in range(m):
-        ln = 0.0
-        for a in range(3):
-            sx[g, a] /= sw[g]
-            ln += sn[g, a] * sn[g, a]
-        ln = max(math.sqrt(ln), 1e-12)
-        for a in range(3):
-            sn[g, a] /= ln
-    return sx, sn, dm
+        a = math.atan2(acc[g, 3], acc[g, 2])
+        c, sn = math.cos(a), math.sin(a)
+        r = acc[g, 1] / acc[g, 0]
+        xo[g, 0], xo[g, 1], xo[g, 2] = r * c, r * sn, acc[g, 4] / acc[g, 0]
+        nr, nt, nz = acc[g, 5], acc[g, 6], acc[g, 7]
+        ln = max(math.sqrt(nr * nr + nt * nt + nz * nz), 1e-300)
+        no[g, 0] = (nr * c - nt * sn) / ln
+        no[g, 1] = (nr * sn + nt * c) / ln
+        no[g, 2] = nz / ln
+    return xo, no, dm, deepest
 
 
 def patches(contacts: Contacts, node_patch: np.ndarray, n_patches: int, R_ws: np.ndarray,
-            p_ws: np.ndarray, scale: float = PATCH_DEPTH_SCALE) -> Contacts:
+            p_ws: np.ndarray, deep: float = math.inf, scale: float = PATCH_DEPTH_SCALE) -> Contacts:
     """One representative per (body patch, normal bin) group of the detected nodes: the
-    members' depth-weighted centroid and mean normal (``PATCH_DEPTH_SCALE``), and the deepest
-    member's depth.
+    members' depth-weighted mean position and normal (``PATCH_DEPTH_SCALE``), taken in the
+    static part's cylindrical frame, and the deepest member's depth.
 
     Why not k-means' deepest member (measured, ``fidelity``): on a thread flank the deepest
     node sits at the crest corner, at a smaller radius than the flank's load, and which node
     is deepest changes every step, so the 12 representatives jumped, the capped solver never
     converged and a nut loaded with 100-300 N rocked off its thread.  Patches fixed in the
-    body keep each representative where its region carries load, the normal bins
-    (``normal_bin``) keep the two flanks apart, and the deepest depth pushes the patch out as fast as its worst node."""
+    body keep each representative where its region carries load; the normal bins
+    (``normal_bin``) keep the two flanks apart; the deepest depth pushes the patch out as
+    fast as its worst node.  Why cylindrical means: the Cartesian centroid of a sector of a
+    helical flank lies inside the chord, at a smaller radius than its members, so under the
+    screw motion the flank allows (every member sliding along it, u_n = 0) the centroid
+    approached its averaged normal; the nut running down a frictionless thread lost 8-13 %
+    of its acceleration to those representatives (every node: 0.0 %).  The cylindrical mean
+    of a surface of revolution's or a helicoid's points moves along it under rotation or
+    screw motion about the axis, as its members do.
+
+    ``deep`` (m): a group whose deepest member is deeper than this also gets that member as a
+    contact of its own (its position and normal), so a deep landing is pushed out where it
+    is deepest without leaving the patches (``contact.learned_fallback_depth``).  Switching
+    the whole step to k-means instead held the landings too, but under 1 kN the switch
+    threw the nut off its thread (40 rad/s of rocking the step after it)."""
     if len(contacts) == 0 or contacts.idx is None:
         return contacts
     nrm_s = np.ascontiguousarray(contacts.n_w @ R_ws)
     x_s = np.ascontiguousarray((contacts.x_w - p_ws) @ R_ws)
-    x, nrm, d = _patch_representatives(contacts.x_w, x_s, nrm_s, contacts.n_w, contacts.d,
-                                       node_patch[contacts.idx], n_patches, scale)
-    return Contacts(x, nrm, d)
+    xr, nr, d, low = _patch_representatives(x_s, nrm_s, contacts.d, node_patch[contacts.idx], n_patches, scale)
+    x_w, n_w = xr @ R_ws.T + p_ws, nr @ R_ws.T
+    extra = low[d < -deep]
+    if extra.size:
+        x_w = np.vstack([x_w, contacts.x_w[extra]])
+        n_w = np.vstack([n_w, contacts.n_w[extra]])
+        d = np.concatenate([d, contacts.d[extra]])
+    return Contacts(x_w, n_w, d)

@@ -25,6 +25,14 @@ from . import (
 )
 from .model import Contacts, Inputs, Model, State
 
+# The patch clustering's last resort: a step deeper than this many times
+# contact.learned_fallback_depth (0.5 mm) is clustered by k-means (deepest members) instead.
+# Measured (bench/closed_loop_clustering.py, bench/fidelity.py): one of six perturbed bolting
+# landings (seed 3) jams the nut's crest into the thread's start with patches alone (5.3 mm,
+# skipped); k-means from 0.1 or 0.3 mm holds it, but under a 1 kN load the switch's jump
+# (36 representatives to 12, warm start lost) threw the nut off its thread; from 0.5 mm both
+# hold (seed 3 lands 1.4 mm deep and recovers).
+PATCH_KMEANS_FACTOR = 5.0
 STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
 
 
@@ -58,12 +66,13 @@ class _Laps:
 
 
 def falls_back(model: Model, n_contacts: int, max_penetration: float) -> bool:
-    """The safety net of the learned and the patch clustering: a step whose deepest detected
-    node is deeper than ``contact.learned_fallback_depth`` (and that has more nodes than
-    representatives) is clustered by k-means with each cluster's deepest member.  Measured
-    (README): from a few such states the networks alone let the nut sink through the thread
-    in closed loop; patches alone let the nut jam on the bolt's first thread at landing
-    (2.1 mm deep, never engaged); k-means' deepest members push every region back out."""
+    """The safety net, on a step whose deepest detected node is deeper than
+    ``contact.learned_fallback_depth``.  Learned clustering (with more nodes than
+    representatives): the step is clustered by k-means with each cluster's deepest member
+    (measured, README: from a few such states the networks alone let the nut sink through the
+    thread in closed loop).  Patch clustering: each group that deep adds its deepest member
+    as a contact of its own (``clustering.patches``), and beyond ``PATCH_KMEANS_FACTOR``
+    times that depth k-means takes the step."""
     c = model.contact
     if c.clustering == "learned":
         ok = model.clustering_net is not None and n_contacts > clustering_in.M_C
@@ -76,9 +85,10 @@ def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> C
     """The configured clustering of a detected contact set (``contact.clustering``); f_ext is
     the part's external wrench [f_w; tau_b], an input of the learned networks."""
     c = model.contact
+    if (c.clustering == "patches" and model.node_patch is not None
+            and -float(nodes.d.min(initial=0.0)) <= PATCH_KMEANS_FACTOR * c.fallback_depth):
+        return clustering.patches(nodes, model.node_patch, c.clusters, model.R_ws, model.p_ws, c.fallback_depth)
     deep = falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))
-    if c.clustering == "patches" and model.node_patch is not None and not deep:
-        return clustering.patches(nodes, model.node_patch, c.clusters, model.R_ws, model.p_ws)
     if c.clustering == "learned" and model.clustering_net is not None and not deep:
         return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)   # (<= M_C nodes: themselves)
     return clustering.kmeans(nodes, c.clusters, c.normal_scale,

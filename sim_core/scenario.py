@@ -287,8 +287,9 @@ def summarize(res: RunResult, start: State) -> dict:
         "max_contact_force_N": float(max(res.force)),
         "clustering": m.contact.clustering,
     }
-    if m.contact.clustering == "learned":
-        clustered = int(sum(n > clustering_in.M_C for n in res.n_contacts))
+    if m.contact.clustering in ("learned", "patches"):
+        least = clustering_in.M_C if m.contact.clustering == "learned" else 0
+        clustered = int(sum(n > least for n in res.n_contacts))
         out["learned_fallback_steps"] = int(sum(res.fallback))
         out["clustered_steps"] = clustered
     if res.exact_max_pen:

@@ -69,20 +69,17 @@ def test_the_drive_stays_selectable():
 
 def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     """Both scenarios cluster by body patches by default; a step's contacts are the patch
-    representatives unless its deepest node is deeper than contact.learned_fallback_depth
-    (then k-means' deepest members, and the step says so)."""
+    representatives; a group deeper than contact.learned_fallback_depth adds its deepest
+    member (the step says so), and a step deeper than PATCH_KMEANS_FACTOR times that is
+    k-means' deepest members."""
     from dataclasses import replace
 
     from sim_core import broadphase, clustering, detection, pipeline
     for name in ("peg_in_hole", "bolting"):
-        _, _, cfg = scenario.load(name)
-        cfg["contact"]["clustering"] = "patches"
-        model, _ = scenario.build(cfg, name)
+        model, _, _ = scenario.load(name)
         assert model.contact.clustering == "patches" and model.clustering_net is None, name
         assert model.node_patch.shape == (len(model.nodes_b),) and model.node_patch.max() == 11
-    _, _, cfg = scenario.load("bolting")
-    cfg["contact"]["clustering"] = "patches"
-    model, state = scenario.build(cfg, "bolting (patches)")
+    model, state, _ = scenario.load("bolting")
     st = scenario.simulate(model, state, 2.0).final               # landed on the thread
     reach = detection.reach(model, st)
     ci, x_s = broadphase.candidates(model, st, reach)
@@ -91,12 +88,16 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     assert 0.0 < deepest < model.contact.fallback_depth
     direct = clustering.patches(nodes, model.node_patch, 12, model.R_ws, model.p_ws)
     assert 12 <= len(direct) < len(nodes)       # one per (patch, normal bin) touched
-    for depth, own in ((deepest * 1.01, True), (deepest * 0.99, False)):
+    cases = ((deepest * 1.01, direct, False),
+             (deepest * 0.99, clustering.patches(nodes, model.node_patch, 12, model.R_ws, model.p_ws, deepest * 0.99), True),
+             (deepest / pipeline.PATCH_KMEANS_FACTOR * 0.99,
+              clustering.kmeans(nodes, 12, model.contact.normal_scale, "deepest"), True))
+    for depth, want, deep in cases:
         m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
         reps = pipeline.contacts_at(m2, st)[0]
-        want = direct if own else clustering.kmeans(nodes, 12, m2.contact.normal_scale, "deepest")
         assert np.array_equal(reps.x_w, want.x_w) and np.array_equal(reps.n_w, want.n_w), depth
-        assert pipeline.step(m2, st, scenario.inputs_at(m2, st.t))[1].fallback is not own
+        assert pipeline.step(m2, st, scenario.inputs_at(m2, st.t))[1].fallback is deep
+    assert len(cases[1][1]) == len(direct) + 1 and np.isin(nodes.d.min(), cases[1][1].d)
 
 
 def test_learned_clustering_contacts_are_the_networks():

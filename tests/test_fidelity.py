@@ -17,6 +17,10 @@ HOLD_TOL = 1e-4               # m in 5 s: a self-locking nut holds
 STICK_VELOCITY_TOL = 1e-6     # m/s: a peg below mu N does not creep
 FRICTIONLESS_AXIAL_TOL = 0.01  # N: a frictionless wall cannot push along itself
 HELIX_TOL = 0.02              # an unlocked nut runs down its helix: descent / (lead x turns)
+# the run-down acceleration against its closed form: measured -0.3 / +0.9 / +1.6 % at
+# mu = 0 / 0.01 / 0.02 (every node: 0.0 % at mu = 0); near the self-locking limit the rate is a
+# small difference (tan(lam) - mu'), so the friction's lever arm weighs 3x more there
+RUNDOWN_TOL = 0.05
 SLIDE_RATE_TOL = 0.05         # the rigid-body sliding rate (F - mu N) / m within 5 %
 
 
@@ -73,14 +77,17 @@ def test_nut_holds_above_self_locking(mu, load):
     assert abs(h.descent) < HOLD_TOL and abs(h.turned) < HOLD_TOL / (0.005 / (2 * math.pi))
 
 
-@pytest.mark.parametrize("mu", [0.0, 0.01])
+@pytest.mark.parametrize("mu", [0.0, 0.01, 0.02])
 def test_nut_runs_down_below_self_locking(mu):
-    h = F.axial_hold("defaults", mu, 100.0, seconds=0.5)
+    """Below the self-locking limit the nut turns down its helix at the rate of the closed
+    form.  30 N keeps it under ~15 rad/s in the span (6 rev/s, 0.4 rad a step, is where the
+    velocity-level contacts at T = 10 ms stop following a thread)."""
+    h = F.axial_hold("defaults", mu, 30.0, seconds=0.5)
     assert mu < h.locking_mu
     assert h.descent > 1e-3 and h.turned < 0                 # it turns down the thread
-    if mu == 0.0:   # frictionless: along its helix (at mu = 0.01 it runs 13 % ahead of it: README)
-        helix = 0.005 * abs(h.turned) / (2 * math.pi)
-        assert h.descent == pytest.approx(helix, rel=HELIX_TOL)
+    helix = 0.005 * abs(h.turned) / (2 * math.pi)
+    assert h.descent == pytest.approx(helix, rel=HELIX_TOL)  # ... along its helix
+    assert h.accel == pytest.approx(h.accel_law, rel=RUNDOWN_TOL)
 
 
 @pytest.mark.parametrize("ratio", [0.9, 0.95])
