@@ -33,8 +33,9 @@ def _fmt_summary(s: dict) -> str:
         f"max contact force   {s['max_contact_force_N']:.2f} N",
     ]
     if "learned_fallback_steps" in s:
-        lines.append(f"clustering          learned; {s['learned_fallback_steps']} of {s['clustered_steps']} "
-                     "clustered steps handed to k-means (deeper than contact.learned_fallback_depth)")
+        net = ("handed to k-means" if s["clustering"] == "learned" else "reinforced by their deepest nodes")
+        lines.append(f"clustering          {s['clustering']}; {s['learned_fallback_steps']} of {s['clustered_steps']} "
+                     f"clustered steps {net} (deeper than contact.learned_fallback_depth)")
     else:
         lines.append(f"clustering          {s['clustering']}")
     if "max_penetration_exact_sdf_m" in s:

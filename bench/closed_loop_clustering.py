@@ -2,8 +2,9 @@
 the default neural detector) from seeded perturbed starts (``scenario.perturbed``: the
 nut's thread phase and offset, the peg's offset and tilt), per clustering:
 
-* ``patches``          -- the default: body patches split by normal direction (no safety net);
-* ``patches, net``     -- patches with the learned clustering's k-means safety net at 0.1 mm;
+* ``patches``          -- the default: body patches split by normal direction, with its safety
+                          net (deep groups add their deepest member; k-means beyond 0.5 mm);
+* ``patches, no net``  -- patches alone (fallback depth 1 m);
 * ``learned``          -- the trained networks, with the k-means safety net for steps deeper
                           than ``contact.learned_fallback_depth``;
 * ``learned, no net``  -- the networks on every step (fallback depth 1 m);
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
             dn = np.concatenate([r["deep_n"] for r in rs])
             fb = sum(r["fallback"] for r in rs), sum(r["clustered"] for r in rs)
             print(f"  {mode:16s} {sum(r['ok'] for r in rs):3d}/{len(rs):<2d} {np.median(pen):13.0f} / {pen.max():<11.0f}"
-                  f" {(f'{fb[0]} of {fb[1]}' if mode in ('learned', 'patches, net') else '-'):>15s}"
+                  f" {(f'{fb[0]} of {fb[1]}' if mode in ('learned', 'patches') else '-'):>15s}"
                   f" {f'{dn.min()}-{dn.max()}':>20s} {np.median(dt):12.3f} / {np.percentile(dt, 99):<13.3f}"
                   f" {np.median(np.concatenate([r['step'] for r in rs])) * 1e3:12.2f}")
             print("      per run: " + "; ".join(f"{r['fig']}, {r['pen'] * 1e6:.0f} um" for r in rs))

@@ -2,15 +2,15 @@
 
     python bench/complete_step.py [--tasks peg_in_hole bolting]
 
-Per task, the default scenario (the Panda holding the part, neural detection, k-means
-M_c = 12, block SOR, PMI for arm and part, T = 10 ms) runs headless once after a short
+Per task, the default scenario (the Panda holding the part, neural detection, patch
+clustering (12 body patches), block SOR, PMI for arm and part, T = 10 ms) runs headless once after a short
 warm-up (numba compilation).  Printed: median and p99 ms of every stage and of the whole
 step, and the real-time factor = simulated time / the summed step times of the same run
 (the exact-SDF penetration check that the summary adds runs outside the steps).  Then the
 task figure and the maximum penetration (exact SDF) next to the baseline pipeline's (exact
 SDF detection, k-means with deepest members, PGS, same arm).  The C-space stage is timed with the row on, in a
 third run, since it is off by default; a fourth run uses k-means clustering (deepest members)
-instead of the default learned clustering and prints its stage time, task figure and
+instead of the default patch clustering and prints its stage time, task figure and
 penetration.
 """
 from __future__ import annotations

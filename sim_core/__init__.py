@@ -5,3 +5,23 @@ import os as _os
 # call on the cores numba's kernels (and, in a session, the other loops) need: measured on
 # the bolting run, 5.0 ms a step with two BLAS threads, 2.1 ms with one.
 _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def _limit_blas() -> None:
+    """Hold an already loaded BLAS to the same thread count (a host that imported NumPy
+    first, e.g. pytest): the neural SDF's float32 products sum in an order that depends on
+    the thread count, and the patch clustering's normal classes turn a last-bit difference
+    into another contact set, so a log replayed with two threads drifted from its run with
+    one (1.4e-7 m in 1.5 s).  threadpoolctl does what the variable does once BLAS is loaded."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:      # pragma: no cover - a dependency; the variable still applies
+        return
+    try:
+        n = max(1, int(_os.environ["OPENBLAS_NUM_THREADS"]))
+    except ValueError:
+        n = 1
+    threadpool_limits(limits=n, user_api="blas")
+
+
+_limit_blas()

@@ -60,10 +60,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 "k-means with each cluster's deepest member, or k-means centroids (the "
                                 "seed's baseline)"),
         "learned_fallback_depth": Field("float", 1e-4, gt=0.0, unit="m",
-                                        doc="patch and learned clustering's safety net: a step whose deepest "
-                                            "detected node is deeper than this is clustered by k-means "
-                                            "(deepest members) instead (README, Contact-wrench data and "
-                                            "learned clustering)"),
+                                        doc="safety net: learned clustering hands a step whose deepest "
+                                            "detected node is deeper than this to k-means (deepest "
+                                            "members); patch clustering adds each group's deepest member "
+                                            "that deep, and k-means takes steps 5x deeper (README)"),
         "detector": Field("enum", "neural", choices=("exact", "neural"),
                           doc="static part's signed distance: exact geometry or the trained network "
                               "(assets/sdf/PART.npz)"),
