@@ -19,6 +19,9 @@ import math
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 from sim_core import fidelity as F
+from sim_core.geometry.profiles import ThreadSpec
+
+THREAD = ThreadSpec()          # the bolting scenario's M48x5 (d2, lead) for the closed forms
 
 MU_N, WALL_N = 0.2, 20.0
 
@@ -38,7 +41,7 @@ def _screw_rows(variants, full):
                 cells.append(f"{r.torque_error:+7.1%} ({r.lead_error:+6.2%}) {r.step_ms:5.1f}ms{off}")
             except FloatingPointError:
                 cells.append("diverged")
-        law = F.screw_torque(load, mu, up, 0.044752, 0.005)
+        law = F.screw_torque(load, mu, up, THREAD.d2, THREAD.p)
         print(f"{mu:4.1f} {load:7.0f} {'raise' if up else 'lower':>6} {law:8.3f} | " + " | ".join(f"{c:^30}" for c in cells))
 
 
@@ -81,8 +84,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     F.power_screw("defaults", 0.2, 100.0, True, turns=0.05)      # numba compilation, outside the figures
     print("variants: " + ", ".join(a.variants))
-    print(f"self-locking limit of the M48x5 thread: mu = {F.self_locking_mu(0.044752, 0.005):.4f} "
-          f"(lead angle {math.degrees(math.atan(0.005 / (math.pi * 0.044752))):.2f} deg)")
+    print(f"self-locking limit of the M48x5 thread: mu = {F.self_locking_mu(THREAD.d2, THREAD.p):.4f} "
+          f"(lead angle {math.degrees(math.atan(THREAD.p / (math.pi * THREAD.d2))):.2f} deg)")
     _screw_rows(a.variants, a.full)
     _hold_rows(a.variants)
     _wall_rows(a.variants)

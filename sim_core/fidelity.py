@@ -28,7 +28,6 @@ Closed forms (derived here, not taken from a print):
 """
 from __future__ import annotations
 
-import copy
 import math
 import time
 from dataclasses import dataclass, replace
@@ -61,7 +60,6 @@ def build(task: str, variant: str, mu: float, **contact) -> tuple[Model, State, 
     """The task's parts with the arm off, friction mu and the variant's contact pipeline."""
     path = scenario_path(task)
     cfg = config_mod.load(path)
-    cfg = copy.deepcopy(cfg)
     cfg["arm"]["robot"] = "off"
     cfg["contact"].update(VARIANTS[variant])
     cfg["contact"].update(contact)
@@ -106,9 +104,10 @@ NUT_CENTRE_Z = 0.066   # m: the nut's centre mid-way along the bolt's full threa
 
 
 @lru_cache(maxsize=4)
-def _engaged_height(static: str, moving: str, z_nominal: float) -> float:
-    """Nut-centre height (yaw 0) within one pitch of z_nominal where the nut floats in the
-    middle of its thread clearance (largest smallest gap, exact SDF)."""
+def _engaged_height(z_nominal: float) -> float:
+    """Nut-centre height (yaw 0) within one pitch of z_nominal where the bolting scenario's
+    nut floats in the middle of its thread clearance (largest smallest gap, exact SDF); made
+    once per process (a scan of 100 heights)."""
     model, _, _ = build("bolting", "kmeans+exact", 0.0)
     p = model.static_dims["p"]
     zs = z_nominal + np.linspace(0.0, p, 101)[:-1]
@@ -130,7 +129,7 @@ def _engaged_height(static: str, moving: str, z_nominal: float) -> float:
 
 def nut_start(model: Model) -> State:
     """The nut engaged on the bolt's full thread, centred in its clearance, at rest."""
-    z = _engaged_height("bolt", "nut", NUT_CENTRE_Z)
+    z = _engaged_height(NUT_CENTRE_Z)
     return State(0.0, np.array([0.0, 0.0, z]), np.eye(3), np.zeros(6))
 
 

@@ -85,11 +85,11 @@ def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> C
     """The configured clustering of a detected contact set (``contact.clustering``); f_ext is
     the part's external wrench [f_w; tau_b], an input of the learned networks."""
     c = model.contact
+    deepest = -float(nodes.d.min(initial=0.0))
     if (c.clustering == "patches" and model.node_patch is not None
-            and -float(nodes.d.min(initial=0.0)) <= PATCH_KMEANS_FACTOR * c.fallback_depth):
+            and deepest <= PATCH_KMEANS_FACTOR * c.fallback_depth):
         return clustering.patches(nodes, model.node_patch, c.clusters, model.R_ws, model.p_ws, c.fallback_depth)
-    deep = falls_back(model, len(nodes), -float(nodes.d.min(initial=0.0)))
-    if c.clustering == "learned" and model.clustering_net is not None and not deep:
+    if c.clustering == "learned" and model.clustering_net is not None and not falls_back(model, len(nodes), deepest):
         return clustering_in.cluster(model.clustering_net, nodes, state, f_ext, model)   # (<= M_C nodes: themselves)
     return clustering.kmeans(nodes, c.clusters, c.normal_scale,
                              "centroid" if c.clustering == "kmeans_centroid" else "deepest")

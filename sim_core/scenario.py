@@ -110,7 +110,8 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
         static_dims=static.dimensions(), moving_dims=moving.dimensions(), cspace=cs,
         node_nb=clustering_in.node_table(mesh.vertices - com), clustering_net=net,
-        node_patch=clustering.patch_labels(mesh.vertices - com, c["clusters"]),
+        node_patch=(clustering.patch_labels(mesh.vertices - com, c["clusters"])
+                    if c["clustering"] == "patches" else None),
     )
     if cfg["arm"]["robot"] == "panda":
         from .complete import make_setup
