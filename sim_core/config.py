@@ -69,6 +69,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
                               "(assets/sdf/PART.npz)"),
         "band": Field("float", 2e-4, lo=0.0, unit="m",
                       doc="nodes with signed distance below this are contact candidates"),
+        "speculative": Field("enum", "predicted", choices=("predicted", "current"),
+                             doc="a node not yet touching is linearized where it will be at the end "
+                                 "of the step (its depth and normal there; it slides past a convex "
+                                 "edge) or where it is now (the edge's plane stops it: ghost contact; "
+                                 "README, Fidelity under load)"),
         "broadphase_margin": Field("float", 2e-3, lo=0.0, unit="m",
                                    doc="slack around the static part's bounding volume"),
         "normal_scale": Field("float", 0.01, gt=0.0, unit="m",

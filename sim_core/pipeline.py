@@ -106,6 +106,7 @@ def contacts_at(model: Model, state: State, f_ext: np.ndarray | None = None,
     idx, x_s = broadphase.candidates(model, state, reach)
     laps.lap("broadphase")
     nodes, d_all = detection.detect(model, x_s, reach, idx)
+    nodes = detection.predict(model, state, nodes)
     laps.lap("detection")
     reps = cluster(model, nodes, state, np.zeros(6) if f_ext is None else f_ext)
     laps.lap("clustering")

@@ -101,7 +101,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                               pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
                               sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
                               sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
-                              fallback_depth=c["learned_fallback_depth"]),
+                              fallback_depth=c["learned_fallback_depth"], speculative=c["speculative"]),
         K=np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]]),
         D=np.array([*dr["damping_linear"], *dr["damping_angular"]]),
         waypoints_t=np.array([w["t"] for w in wps]),

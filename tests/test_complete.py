@@ -83,7 +83,7 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     st = scenario.simulate(model, state, 2.0).final               # landed on the thread
     reach = detection.reach(model, st)
     ci, x_s = broadphase.candidates(model, st, reach)
-    nodes, _ = detection.detect(model, x_s, reach, ci)
+    nodes = detection.predict(model, st, detection.detect(model, x_s, reach, ci)[0])   # as a step does
     deepest = -float(nodes.d.min())
     assert 0.0 < deepest < model.contact.fallback_depth
     direct = clustering.patches(nodes, model.node_patch, 12, model.R_ws, model.p_ws)
@@ -118,9 +118,16 @@ def test_learned_clustering_contacts_are_the_networks():
     model, state = scenario.build(cfg, "bolting (learned)")
     st = scenario.simulate(model, state, 2.0).final               # landed on the thread
     f_ext = np.array([0.5, -0.3, -12.0, 0.0, 0.0, 0.2])
-    reach = detection.reach(model, st)
-    ci, x_s = broadphase.candidates(model, st, reach)
-    nodes, _ = detection.detect(model, x_s, reach, ci)
+
+    def detected(st):
+        reach = detection.reach(model, st)
+        ci, x_s = broadphase.candidates(model, st, reach)
+        return detection.predict(model, st, detection.detect(model, x_s, reach, ci)[0])   # as a step does
+    for _ in range(50):         # the first landed state the networks take (shallower than the safety net)
+        nodes = detected(st)
+        if 0.0 < -float(nodes.d.min()) < model.contact.fallback_depth:
+            break
+        st = pipeline.step(model, st, scenario.inputs_at(model, st.t))[0]
     deepest = -float(nodes.d.min())
     assert len(nodes) > clustering_in.M_C and 0.0 < deepest < model.contact.fallback_depth
     reps = pipeline.contacts_at(model, st, f_ext)[0]

@@ -101,8 +101,30 @@ def test_frictionless_wall_does_not_push_along_itself():
     assert abs(r.axial_force) < FRICTIONLESS_AXIAL_TOL
 
 
-@pytest.mark.xfail(strict=True, reason="not met: each ring of peg nodes entering the bore is caught by the "
-                   "speculative contact on the entry chamfer (a convex edge), in every variant (README)")
-def test_peg_slides_above_mu_n_at_rigid_body_rate():
-    r = F.peg_on_wall("defaults", 0.2, 20.0, 1.3 * 0.2 * 20.0, seconds=0.3)
+# The slide runs 0.1-0.2 s: at 2.8 m/s^2 a longer one takes the peg's end out of the bore.
+SLIDES = [(1.05, 0.2), (1.1, 0.2), (1.3, 0.1)]   # (push / mu N, seconds)
+
+
+@pytest.mark.parametrize("ratio,seconds", SLIDES)
+def test_peg_slides_just_above_mu_n_at_rigid_body_rate_every_node(ratio, seconds):
+    """Every node, exact SDF (measured +0.0 / -0.1 / +0.0 %): with the speculative contacts
+    linearized at the end of the step nothing but friction acts along the wall."""
+    r = F.peg_on_wall("every+exact", 0.2, 20.0, ratio * 0.2 * 20.0, seconds=seconds)
+    assert r.accel == pytest.approx(r.accel_law, rel=SLIDE_RATE_TOL)
+
+
+def test_peg_ghost_contact_without_prediction():
+    """The same slide with gaps linearized where the nodes are now: each ring of nodes that
+    reaches the entry chamfer's edge is held by the chamfer's plane (the law's rate is not
+    reached) -- what ``contact.speculative = "predicted"`` removes."""
+    r = F.peg_on_wall("every+exact", 0.2, 20.0, 1.3 * 0.2 * 20.0, seconds=0.1, speculative="current")
+    assert r.accel < 0.5 * r.accel_law
+
+
+@pytest.mark.xfail(strict=True, reason="not met: the defaults' patch representatives of the wall's line "
+                   "contact sit off the line, wedge the peg and hold it (measured -100 / -100 / -64 % of the "
+                   "rate; docs/fidelity.md)")
+@pytest.mark.parametrize("ratio,seconds", SLIDES)
+def test_peg_slides_above_mu_n_defaults(ratio, seconds):
+    r = F.peg_on_wall("defaults", 0.2, 20.0, ratio * 0.2 * 20.0, seconds=seconds)
     assert r.accel == pytest.approx(r.accel_law, rel=SLIDE_RATE_TOL)
