@@ -1,5 +1,5 @@
 """Closed-loop robustness of the contact clustering: the two scenarios (complete simulation,
-the default neural detector) from seeded perturbed starts (``scenario.perturbed``: the
+the scenario's detector) from seeded perturbed starts (``scenario.perturbed``: the
 nut's thread phase and offset, the peg's offset and tilt), per clustering:
 
 * ``patches``          -- the default: body patches split by normal direction, with its safety
@@ -63,7 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     a = ap.parse_args(argv)
     for task in a.tasks:
-        print(f"\n{task}: {a.runs} runs (seeds 0-{a.runs - 1}), neural detector, complete simulation")
+        detector = scenario.load(task)[2]["contact"]["detector"]
+        print(f"\n{task}: {a.runs} runs (seeds 0-{a.runs - 1}), {detector} detector (the scenario's), complete simulation")
         print(f"  {'clustering':16s} {'holds':>6s} {'max pen. median / worst um':>27s} {'fallback steps':>15s}"
               f" {'clustering at deep 10 %: nodes, median / p99 ms':>49s} {'step median ms':>15s}")
         for mode in a.modes:
