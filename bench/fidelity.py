@@ -8,8 +8,7 @@ and lowering (mu 0.1 / 0.2 / 0.3; 100 N and 300 N, and 1 kN reported) and the ad
 turn against the lead; a nut under a pure axial load above the self-locking limit (descent
 in 5 s) and below it (runs down); a peg pressed on the bore wall with N = 20 N and pushed
 with 0.9 and 0.95 mu N (creep velocity) and 1.05, 1.1 and 1.3 mu N (acceleration against
-(F - mu N) / m); a
-frictionless peg pressed on the wall (axial force).  The torque-free body's energy and
+(F - mu N) / m); a frictionless peg pressed on the wall (axial force).  The torque-free body's energy and
 momentum are PMI's (tests/test_pmi.py).  Step times are medians of each protocol's steps
 (arm off, part alone).  Without --full: mu 0.2 raising and mu 0.3 lowering at each load.
 """

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .math3d import exp_so3
+from . import pmi
 from .model import Contacts, Model, State
 
 # m: the most overlap a predicted contact may start with.  A contact pressed with the loads of
@@ -88,8 +88,8 @@ def predict(model: Model, state: State, nodes: Contacts) -> Contacts:
     if not closing.any():
         return nodes
     rows, r_b, u_k = gap[closing], r_b[closing], u_k[closing]
-    R_p = state.R_wb @ exp_so3(T * w)
-    x_p = state.p_w + T * v + r_b @ R_p.T                            # world, after a step at V
+    p_p, R_p = pmi.advance(state.p_w, state.R_wb, state.V, state.V, T)   # the pose after a step at V
+    x_p = p_p + r_b @ R_p.T
     d_p, g_s = model.sdf.query((x_p - model.p_ws) @ model.R_ws, None)
     n_p = g_s @ model.R_ws.T
     d_eff = d_p - T * np.einsum("ij,ij->i", n_p, u_k)
