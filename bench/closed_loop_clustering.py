@@ -2,7 +2,8 @@
 the scenario's detector) from seeded perturbed starts (``scenario.perturbed``: the
 nut's thread phase and offset, the peg's offset and tilt), per clustering:
 
-* ``patches``          -- the default: body patches split by normal direction, with its safety
+* ``none``             -- every detected node its own contact (the peg's default);
+* ``patches``          -- body patches split by normal direction, with its safety
                           net (deep groups add their deepest member; k-means beyond 0.5 mm);
 * ``patches, no net``  -- patches alone (fallback depth 1 m);
 * ``learned``          -- the trained networks, with the k-means safety net for steps deeper
@@ -27,7 +28,7 @@ import numpy as np  # noqa: E402
 from sim_core import config as config_mod, scenario  # noqa: E402
 from sim_core.paths import scenario_path  # noqa: E402
 
-MODES = {"patches": ("patches", None), "patches, no net": ("patches", 1.0), "learned": ("learned", None),
+MODES = {"none": ("none", None), "patches": ("patches", None), "patches, no net": ("patches", 1.0), "learned": ("learned", None),
          "learned, no net": ("learned", 1.0), "kmeans": ("kmeans", None)}
 PITCH_TOL = 0.02        # a run holds the thread when its advance per turn is within 2 % of the pitch
 MIN_INSERTION = 0.040   # m: the peg run is complete when it is 40 of the 45 mm in

@@ -53,9 +53,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "clusters": Field("int", 12, lo=1, doc="M_c: k-means clusters, or the body patches of the patch "
                                                  "clustering (each gives one representative per normal "
                                                  "direction it touches)"),
-        "clustering": Field("enum", "patches", choices=("patches", "learned", "kmeans", "kmeans_centroid"),
+        "clustering": Field("enum", "patches", choices=("patches", "none", "learned", "kmeans", "kmeans_centroid"),
                             doc="contact clustering: fixed body patches split by normal direction "
-                                "(depth-weighted centroids; README, Fidelity under load), the trained "
+                                "(depth-weighted centroids; README, Fidelity under load), none (every "
+                                "detected node its own contact: the reference), the trained "
                                 "interaction networks (assets/clustering/TASK.npz, 12 representatives), "
                                 "k-means with each cluster's deepest member, or k-means centroids (the "
                                 "seed's baseline)"),

@@ -43,7 +43,7 @@ from .paths import scenario_path
 
 # contact keys of each compared pipeline (on top of the scenario's own [contact] table)
 VARIANTS = {
-    "every+exact": {"detector": "exact", "clustering": "kmeans", "clusters": 1_000_000},
+    "every+exact": {"detector": "exact", "clustering": "none"},
     "kmeans+exact": {"detector": "exact", "clustering": "kmeans"},
     "defaults": {},
     "learned": {"clustering": "learned"},   # the previous default: the seed's interaction networks

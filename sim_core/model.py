@@ -24,7 +24,7 @@ class ContactParams:
     sor_relaxation: float = 1.0
     sor_iterations: int = 100
     sor_tolerance: float = 1e-6   # N
-    clustering: str = "patches"   # "patches" | "learned" (Model.clustering_net) | "kmeans" | "kmeans_centroid"
+    clustering: str = "patches"   # "patches" | "none" (every node) | "learned" (Model.clustering_net) | "kmeans" | "kmeans_centroid"
     fallback_depth: float = 1e-4  # m: learned clustering hands a step this deep to k-means (deepest)
     speculative: str = "predicted"  # "predicted" | "current": where a gap d > 0 is linearized (detection.predict)
 

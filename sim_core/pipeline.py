@@ -85,6 +85,8 @@ def cluster(model: Model, nodes: Contacts, state: State, f_ext: np.ndarray) -> C
     """The configured clustering of a detected contact set (``contact.clustering``); f_ext is
     the part's external wrench [f_w; tau_b], an input of the learned networks."""
     c = model.contact
+    if c.clustering == "none":
+        return nodes
     deepest = -float(nodes.d.min(initial=0.0))
     if (c.clustering == "patches" and model.node_patch is not None
             and deepest <= PATCH_KMEANS_FACTOR * c.fallback_depth):

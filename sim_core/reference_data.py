@@ -29,7 +29,7 @@ from . import pipeline, scenario
 from .math3d import matrix_to_quat
 from .wrench_data import WrenchWriter
 
-HIFI = {"detector": "exact", "clustering": "kmeans", "clusters": 1_000_000, "solver": "sor", "cspace": "off",
+HIFI = {"detector": "exact", "clustering": "none", "solver": "sor", "cspace": "off",
         "sor_iterations": 200, "sor_tolerance": 1e-5}
 DT = 1e-3
 
