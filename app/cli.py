@@ -90,11 +90,13 @@ def cmd_run(a) -> int:
         from app.log import LogWriter
         log = LogWriter(a.log)
         log.put("/config", 0.0, cfg)
-        log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True})
+        log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
+                                  "physics": "step"})
         log.part_state(state)
     start = state
     try:
-        res = scenario.simulate(model, state, duration, on_step=log.physics_step if log else None)
+        res = scenario.simulate(model, scenario.record(cfg), state, duration,
+                                on_step=log.physics_step if log else None)
     finally:
         if log:
             log.close()

@@ -29,25 +29,41 @@ class Layout:
 
 
 MAX_CONTACTS = 32
+ARM_NQ, ARM_NV = 9, 8      # the Panda's configuration (its infinite-turn gripper as cos, sin) and velocities
 
 # haptic loop -> physics, render: the proxy and the loop's health (written every tick)
 PROXY = Layout(t=1, p=3, R=9, V=6, device_wrench=6, proxy_contact=6, energy=1, period=1, work=1,
                late=1, fault=1, realtime=1, ticks=1, device_p=3, device_q=4)
 # physics -> render: the simulated part and its contacts (written every physics step)
 SNAPSHOT = Layout(t=1, p=3, R=9, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, rate=1, step=1,
-                  max_pen=1, misses=1, steps=1)
+                  max_pen=1, misses=1, steps=1, nq=1, q=ARM_NQ)
 # haptic loop -> logger: one record per tick
 TICK = Layout(t=1, dev_p=3, dev_q=4, dev_v=3, dev_w=3, buttons=1, p=3, R=9, V=6, device_wrench=6,
               energy=1, period=1, work=1)
-# physics loop -> logger: one record per physics step (everything replay needs, bit-exact)
-STAGE_NAMES = ("broadphase", "detection", "clustering", "solving", "integration")
-PHYS = Layout(t=1, p_set=3, R_set=9, v_set=3, w_set=3, f_ext=6, t_after=1, p=3, R=9, V=6, wrench=6,
-              max_pen=1, n_contacts=1, n_clusters=1, fallback=1, times=len(STAGE_NAMES))
+# physics loop -> logger: one record per physics step (everything replay needs, bit-exact): the
+# inputs of the step and its length, the part (body 0) and the arm after it
+STAGE_NAMES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
+PHYS = Layout(t=1, dt=1, p_set=3, R_set=9, v_set=3, w_set=3, f_ext=6, t_after=1, p=3, R=9, V=6, wrench=6,
+              max_pen=1, n_contacts=1, n_clusters=1, fallback=1, times=len(STAGE_NAMES),
+              nq=1, q=ARM_NQ, nv=1, qd=ARM_NV, tau=ARM_NV)
+
+
+def arm_fields(st, info=None) -> dict:
+    """The arm's q, qd (and motor torques) of a state, padded to the layout's sizes."""
+    q, qd = np.zeros(ARM_NQ), np.zeros(ARM_NV)
+    q[:st.q.size], qd[:st.qd.size] = st.q, st.qd
+    out = {"nq": st.q.size, "q": q, "nv": st.qd.size, "qd": qd}
+    if info is not None:
+        tau = np.zeros(ARM_NV)
+        tau[:info.tau.size] = info.tau
+        out["tau"] = tau
+    return out
 
 
 def pack_physics(before, inp, after, info, out: np.ndarray | None = None) -> np.ndarray:
-    return PHYS.pack(out, t=before.t, p_set=inp.p_set_w, R_set=inp.R_set_w, v_set=inp.v_set_w,
-                     w_set=inp.w_set_w, f_ext=inp.f_ext, t_after=after.t, p=after.p_w, R=after.R_wb,
-                     V=after.V, wrench=info.contact_wrench, max_pen=info.max_penetration,
-                     n_contacts=info.n_contacts, n_clusters=info.n_clusters, fallback=float(info.fallback),
-                     times=[info.times.get(k, 0.0) for k in STAGE_NAMES])
+    return PHYS.pack(out, t=before.t, dt=info.dt, p_set=inp.p_set_w[0], R_set=inp.R_set_w[0],
+                     v_set=inp.v_set_w[0], w_set=inp.w_set_w[0], f_ext=inp.f_ext[0], t_after=after.t,
+                     p=after.p_w[0], R=after.R_wb[0], V=after.V[0], wrench=info.contact_wrench[0],
+                     max_pen=info.max_penetration, n_contacts=info.n_contacts, n_clusters=info.n_clusters,
+                     fallback=float(info.fallback), times=[info.times.get(k, 0.0) for k in STAGE_NAMES],
+                     **arm_fields(after, info))

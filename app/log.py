@@ -10,8 +10,9 @@ topic              rate       fields
 /session           once       start time, device spec, host facts (SCHED_FIFO or not)
 /device            1 kHz      t, p, q (wxyz), v, w, buttons -- raw device input
 /proxy             1 kHz      t, p_w, R_wb, V, device wrench, passivity-observer energy
-/physics_input     100 Hz     t, set pose and twist the physics step used (its whole input)
+/physics_input     100 Hz     t, dt, set pose and twist the physics step used (its whole input)
 /part_state        100 Hz     t, p_w, q_wb, V -- the simulated moving part after the step
+/arm_state         100 Hz     t, q, qd, tau -- the Panda after the step (when the arm holds the part)
 /contact           100 Hz     t, wrench, max penetration, node and cluster counts
 /timing            per loop   loop name, period and work time statistics
 =================  =========  ==============================================================
@@ -46,14 +47,16 @@ SCHEMAS = {
                                                  "V": _VEC, "device_wrench": _VEC,
                                                  "energy": {"type": "number"}}},
     "/physics_input": {"type": "object", "properties": {
-        "t": {"type": "number"}, "p_set_w": _VEC, "R_set_w": _VEC, "v_set_w": _VEC,
-        "w_set_w": _VEC, "f_ext": _VEC}},
+        "t": {"type": "number"}, "dt": {"type": "number"}, "p_set_w": _VEC, "R_set_w": _VEC,
+        "v_set_w": _VEC, "w_set_w": _VEC, "f_ext": _VEC}},
     "/part_state": {"type": "object", "properties": {"t": {"type": "number"}, "p_w": _VEC,
                                                       "R_wb": _VEC, "q_wb": _VEC, "V": _VEC}},
+    "/arm_state": {"type": "object", "properties": {"t": {"type": "number"}, "q": _VEC, "qd": _VEC,
+                                                     "tau": _VEC}},
     "/contact": {"type": "object", "properties": {
         "t": {"type": "number"}, "wrench": _VEC, "max_penetration": {"type": "number"},
         "n_contacts": {"type": "integer"}, "n_clusters": {"type": "integer"},
-        "fallback": {"type": "boolean", "description": "learned clustering handed the step to k-means"}}},
+        "fallback": {"type": "boolean", "description": "the clustering's safety net acted"}}},
     "/timing": {"type": "object", "properties": {"loop": {"type": "string"}, "t": {"type": "number"}}},
 }
 
@@ -90,7 +93,7 @@ class LogWriter:
         f = PHYS.unpack(r)
         t, ta = float(f["t"][0]), float(f["t_after"][0])
         self.put("/physics_input", t, {
-            "t": t, "p_set_w": f["p_set"].tolist(), "R_set_w": f["R_set"].tolist(),
+            "t": t, "dt": float(f["dt"][0]), "p_set_w": f["p_set"].tolist(), "R_set_w": f["R_set"].tolist(),
             "v_set_w": f["v_set"].tolist(), "w_set_w": f["w_set"].tolist(), "f_ext": f["f_ext"].tolist()})
         R = f["R"].reshape(3, 3)
         self.put("/part_state", ta, {"t": ta, "p_w": f["p"].tolist(), "R_wb": f["R"].tolist(),
@@ -100,14 +103,21 @@ class LogWriter:
                                   "n_contacts": int(f["n_contacts"][0]), "n_clusters": int(f["n_clusters"][0]),
                                   "fallback": bool(f["fallback"][0])})
         self.put("/timing", ta, {"loop": "physics", "t": ta, **dict(zip(STAGE_NAMES, f["times"].tolist()))})
+        nq, nv = int(f["nq"][0]), int(f["nv"][0])
+        if nq:
+            self.put("/arm_state", ta, {"t": ta, "q": f["q"][:nq].tolist(), "qd": f["qd"][:nv].tolist(),
+                                        "tau": f["tau"][:nv].tolist()})
 
     def flush(self) -> None:
         """Push what the writer has handed over (closed chunks) to the OS."""
         self._f.flush()
 
     def part_state(self, st) -> None:
-        self.put("/part_state", st.t, {"t": st.t, "p_w": st.p_w.tolist(), "R_wb": st.R_wb.ravel().tolist(),
-                                       "q_wb": matrix_to_quat(st.R_wb).tolist(), "V": st.V.tolist()})
+        """The part (body 0) and the arm of a state: the start a replay begins from."""
+        self.put("/part_state", st.t, {"t": st.t, "p_w": st.p_w[0].tolist(), "R_wb": st.R_wb[0].ravel().tolist(),
+                                       "q_wb": matrix_to_quat(st.R_wb[0]).tolist(), "V": st.V[0].tolist()})
+        if st.q.size:
+            self.put("/arm_state", st.t, {"t": st.t, "q": st.q.tolist(), "qd": st.qd.tolist(), "tau": []})
 
     def close(self) -> None:
         self._w.finish()
@@ -197,11 +207,15 @@ def info(log: Log) -> str:
 
 
 def replay(log: Log, verify: bool = False):
-    """Re-run the physics from the logged inputs; returns (steps, max position error m, max
-    velocity error m/s or rad/s).  Bitwise reproduction gives zeros."""
-    from sim_core import pipeline, scenario
+    """Re-run the physics from the logged inputs with the one step (``sim_core.step``);
+    returns (steps, max position error m, max velocity error m/s or rad/s), the part's and the
+    arm's joints alike.  Bitwise reproduction gives zeros."""
+    from dataclasses import replace
+
+    from sim_core import scenario
     from sim_core.config import validate
-    from sim_core.model import Inputs, State
+    from sim_core.step import step
+    from sim_core.types import Inputs
 
     cfg_msgs = log.messages("/config")
     if not cfg_msgs:
@@ -210,40 +224,33 @@ def replay(log: Log, verify: bool = False):
     model, state0 = scenario.build(cfg, f"{log.path}:/config")
     inputs = log.messages("/physics_input")
     parts = log.messages("/part_state")
+    arms = log.messages("/arm_state")
     if not inputs:
         raise LogError(f"{log.path}: /physics_input empty, nothing to replay")
-    # the first /part_state is the initial state (written before the first step)
-    first = parts[0][1]
-    state = State(first["t"], np.array(first["p_w"]), np.array(first["R_wb"]).reshape(3, 3), np.array(first["V"]))
-    err_p = err_v = 0.0
-    n = 0
-    # a haptic session steps with the pipeline on the proxy pose (app.physics_loop)
     sess = log.messages("/session")
     if sess and sess[0][1].get("physics") == "session_step":
-        from app.physics_loop import session_step
-
-        def advance(st, inp):
-            return session_step(model, st, inp)[0]
-    elif model.arm is not None:
-        # the batch run with the arm: the arm starts holding the part (scenario.simulate)
-        from sim_core import complete
-        full = [complete.start(model.arm, state)]
-
-        def advance(st, inp):
-            full[0], _ = complete.step(model, model.arm, full[0], inp)
-            return full[0].part
-    else:
-        def advance(st, inp):
-            return pipeline.step(model, st, inp)[0]
+        raise LogError(f"{log.path}: /session: written by an older tightsim (physics \"session_step\"); "
+                       "this version replays logs of its one step")
+    # the first /part_state (and /arm_state) is the initial state, written before the first step
+    first = parts[0][1]
+    state = replace(state0, t=first["t"], p_w=np.array(first["p_w"])[None],
+                    R_wb=np.array(first["R_wb"]).reshape(1, 3, 3), V=np.array(first["V"])[None])
+    if model.arm is not None and arms:
+        state = replace(state, q=np.array(arms[0][1]["q"]), qd=np.array(arms[0][1]["qd"]))
+    err_p = err_v = 0.0
+    n = 0
     for k, (_, m) in enumerate(inputs):
         inp = Inputs(np.array(m["p_set_w"]), np.array(m["R_set_w"]).reshape(3, 3), np.array(m["v_set_w"]),
                      np.array(m["w_set_w"]), np.array(m["f_ext"]))
-        state = advance(state, inp)
+        state, _ = step(model, state, inp, m.get("dt") or None)
         n += 1
         if verify and k + 1 < len(parts):
             ref = parts[k + 1][1]
-            err_p = max(err_p, float(np.abs(state.p_w - np.array(ref["p_w"])).max()),
-                        float(np.abs(state.R_wb.ravel() - np.array(ref["R_wb"])).max()))
-            err_v = max(err_v, float(np.abs(state.V - np.array(ref["V"])).max()))
+            err_p = max(err_p, float(np.abs(state.p_w[0] - np.array(ref["p_w"])).max()),
+                        float(np.abs(state.R_wb[0].ravel() - np.array(ref["R_wb"])).max()))
+            err_v = max(err_v, float(np.abs(state.V[0] - np.array(ref["V"])).max()))
+            if model.arm is not None and k + 1 < len(arms):
+                a = arms[k + 1][1]
+                err_p = max(err_p, float(np.abs(state.q - np.array(a["q"])).max()))
+                err_v = max(err_v, float(np.abs(state.qd - np.array(a["qd"])).max()))
     return n, err_p, err_v
-

@@ -1,11 +1,15 @@
-"""The 100 Hz physics loop: the full pipeline on the proxy's pose, publishing the local contact
-model for the haptic loop and a snapshot for the view, and logging (ARCHITECTURE sec. 3).
+"""The 100 Hz physics loop: the complete simulation following the proxy, publishing the local
+contact model for the haptic loop and a snapshot for the view, and logging (ARCHITECTURE sec. 3,
+seed 000 Fig. 17).
 
-One step: read the latest proxy pose (seqlock) -> the part is driven toward it by the arm
-stand-in (spring-damper drive of the foundation issue; the robot arm replaces it later) ->
-``pipeline.step`` -> publish the clustered contacts in the part's body frame, so the haptic
-loop can re-evaluate their gaps at the proxy pose every millisecond -> log the step's inputs
-and outputs (replay re-runs exactly these) and the haptic ticks drained from the ring.
+One step: read the latest proxy pose (seqlock) -> ``sim_core.step.step`` with the proxy pose as
+the part's set pose: the Panda's tool follows it by admittance control and holds the part
+through the grasp (or, with ``[arm] robot = "off"``, the spring-damper drive pulls the part)
+-> detection and clustering at the proxy's own pose (``step.collide``), published in the
+proxy's body frame, so the haptic loop re-evaluates those contacts' gaps at the proxy pose
+every millisecond (extrapolating from the lagging part instead let the proxy slip through the
+thread: 12.6 mm in a 30 s bolting session) -> log the step's inputs and outputs (replay re-runs
+exactly the step) and the haptic ticks drained from the ring.
 """
 from __future__ import annotations
 
@@ -15,10 +19,10 @@ import time
 import numpy as np
 
 from haptics.local_contact import LocalContact
-from sim_core import drive, pipeline
-from sim_core.model import Contacts, Inputs, State
+from sim_core import step as step_mod
+from sim_core.types import Inputs, State
 
-from .layout import MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
+from .layout import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
 from .loops import RateStats, sleep_until
 
 
@@ -29,43 +33,25 @@ def proxy_inputs(v: np.ndarray) -> Inputs:
     return Inputs(PROXY.get(v, "p").copy(), R.copy(), V[:3].copy(), R @ V[3:])
 
 
-def local_contact_array(before: State, c, mu: float) -> np.ndarray:
-    """Clustered contacts `c`, in the body frame of the state they were found at."""
+def local_contact_array(at: State, c, mu: float) -> np.ndarray:
+    """Contacts `c` of body 0, in the body frame of the pose `at` they were found at."""
     if c is None or len(c) == 0:
         r_b = np.zeros((0, 3))
         n_w = np.zeros((0, 3))
         d = np.zeros(0)
     else:
-        r_b = (c.x_w - before.p_w) @ before.R_wb
+        r_b = (c.x_w - at.p_w[0]) @ at.R_wb[0]
         n_w, d = c.n_w, c.d
     keep = np.argsort(d, kind="stable")[:MAX_CONTACTS]          # the deepest, if ever more
-    return LocalContact(before.t, before.p_w, before.R_wb, r_b[keep], n_w[keep], d[keep], mu).to_array()
+    return LocalContact(at.t, at.p_w[0], at.R_wb[0], r_b[keep], n_w[keep], d[keep], mu).to_array()
 
 
-def session_step(model, state: State, inp: Inputs) -> tuple[State, object, State, object]:
-    """One physics step of a haptic session: the pipeline runs once, on the proxy's pose.
-
-    Detection and clustering at the proxy pose give the haptic loop its local contact model
-    (exact at that pose; extrapolating from the lagging part instead let the proxy slip
-    through the thread: 12.6 mm penetration in a 30 s bolting session).  The part held by
-    the arm stand-in follows the proxy; it sees the same contacts, moved to its own pose to
-    first order (x = p + R r_b, d + n . dx).  Penetration figures are those at the proxy.
-    Returns (next part state, step info, the proxy state used, the proxy contacts)."""
-    V_at = np.concatenate([inp.v_set_w, inp.R_set_w.T @ inp.w_set_w])
-    at = State(state.t, inp.p_set_w, inp.R_set_w, V_at)
-    F0, B = drive.linearize(model, state, inp)
-    f = F0 - B @ state.V                            # the drive's pull on the part, [f_w; tau in its body axes]
-    f_at = np.concatenate([f[:3], at.R_wb.T @ state.R_wb @ f[3:]])   # the torque in the proxy's body axes
-    reps, n_cand, n_cont, d_all, laps = pipeline.contacts_at(model, at, f_at)
-    if len(reps):
-        r_b = (reps.x_w - at.p_w) @ at.R_wb
-        x_part = state.p_w + r_b @ state.R_wb.T
-        d_part = reps.d + np.einsum("ij,ij->i", reps.n_w, x_part - reps.x_w)
-        part_contacts = Contacts(x_part, reps.n_w, d_part)
-    else:
-        part_contacts = reps
-    nxt, info = pipeline.step_with_contacts(model, state, inp, part_contacts, d_all, laps, n_cand, n_cont, (F0, B))
-    return nxt, info, at, reps
+def proxy_contacts(model, state: State, inp: Inputs):
+    """(the proxy's state, the contacts at it): detection and clustering at the set pose the
+    haptic side holds, with its twist."""
+    V_at = np.concatenate([inp.v_set_w[0], inp.R_set_w[0].T @ inp.w_set_w[0]])
+    at = State(state.t, inp.p_set_w[0], inp.R_set_w[0], V_at)
+    return at, step_mod.collide(model, at, model.dt).contacts
 
 
 def snapshot_array(st: State, info, stats: RateStats, misses: int) -> np.ndarray:
@@ -75,9 +61,11 @@ def snapshot_array(st: State, info, stats: RateStats, misses: int) -> np.ndarray
     if m:
         x[:m] = info.contacts.x_w[:m]
         f[:m] = info.forces_w[:m]
-    return SNAPSHOT.pack(t=st.t, p=st.p_w, R=st.R_wb, n=m, x=x, f=f, rate=stats.rate(),
+    q = np.zeros(ARM_NQ)
+    q[:st.q.size] = st.q
+    return SNAPSHOT.pack(t=st.t, p=st.p_w[0], R=st.R_wb[0], n=m, x=x, f=f, rate=stats.rate(),
                          step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
-                         steps=stats.count)
+                         steps=stats.count, nq=st.q.size, q=q)
 
 
 def log_ticks(log, records: np.ndarray) -> None:
@@ -108,7 +96,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
     t0 = clock()
     k = 0
     if log is not None:     # replay must step the way this loop does
-        log.put("/session", 0.0, {"device": "in-process", "sched_fifo": False, "physics": "session_step"})
+        log.put("/session", 0.0, {"device": "in-process", "sched_fifo": False, "physics": "step"})
     parent = os.getppid()
     while not stop.is_set() and (duration is None or k * T < duration):
         k += 1
@@ -119,10 +107,11 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         seq, v = proxy_slot.read(buf)
         inp = proxy_inputs(v) if seq else None
         if inp is None:                       # no proxy yet: hold the part where it is
-            inp = Inputs(state.p_w.copy(), state.R_wb.copy(), np.zeros(3), np.zeros(3))
+            inp = Inputs(state.p_w[0].copy(), state.R_wb[0].copy(), np.zeros(3), np.zeros(3))
         before = state
-        state, info, at, proxy_contacts = session_step(model, state, inp)
-        contact_slot.write(local_contact_array(at, proxy_contacts, model.contact.mu))
+        state, info = step_mod.step(model, state, inp)
+        at, found = proxy_contacts(model, before, inp)
+        contact_slot.write(local_contact_array(at, found, model.contact.mu))
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)

@@ -61,6 +61,18 @@ class SessionResult:
                 self.fault, fault = msg[2], True
 
 
+def _arm_start(model, st) -> dict:
+    return {"q0": st.q.tolist(), "qd0": st.qd.tolist()}
+
+
+def start_state(spec: dict):
+    """The session's start: the part at the spec's pose at rest, and the arm (if any) at the
+    configuration the main process solved for it (``q0``), so the physics and the log agree."""
+    from sim_core.types import State
+    return State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6),
+                 q=np.array(spec["q0"], dtype=np.float64), qd=np.array(spec["qd0"], dtype=np.float64))
+
+
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
     from sim_core import scenario
@@ -74,8 +86,10 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     # thread waits behind it would stall the whole step (measured: 6.6 % missed deadlines).
     import numba
     numba.set_num_threads(PHYSICS_THREADS)
-    model, state, cfg = scenario.load(spec["scenario"])
-    state = type(state)(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6))
+    from sim_core import step as step_mod
+    from sim_core.types import Inputs, State
+    model, _, cfg = scenario.load(spec["scenario"])
+    state = start_state(spec)
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     snap = SeqSlot(SNAPSHOT.size, name=spec["snapshot"], create=False)
@@ -84,20 +98,18 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     rot = [0.0]
 
     def record(before, inp, after, info):
-        w_mid = 0.5 * (before.R_wb @ before.V[3:] + after.R_wb @ after.V[3:])
-        rot[0] += model.dt * float(w_mid[2])
+        w_mid = 0.5 * (before.R_wb[0] @ before.V[0, 3:] + after.R_wb[0] @ after.V[0, 3:])
+        rot[0] += (after.t - before.t) * float(w_mid[2])
         trace["t"].append(after.t)
-        trace["p_w"].append(after.p_w.tolist())
+        trace["p_w"].append(after.p_w[0].tolist())
         trace["rot"].append(rot[0])
         trace["max_pen"].append(info.max_penetration)
         trace["mean_pen"].append(info.mean_penetration)
-        trace["force"].append(float(np.linalg.norm(info.contact_wrench[:3])))
+        trace["force"].append(float(np.linalg.norm(info.contact_wrench[0, :3])))
         trace["step"].append(sum(info.times.values()))
 
     try:
-        from sim_core import pipeline
-        from sim_core.model import Inputs
-        pipeline.step(model, state, Inputs(state.p_w, state.R_wb, np.zeros(3), np.zeros(3)))  # warm up
+        step_mod.step(model, state, Inputs(state.p_w[0], state.R_wb[0], np.zeros(3), np.zeros(3)))  # warm up
         if ready is not None:
             ready.put(("ready", True, "physics loop ready"))
             go.wait()
@@ -105,7 +117,8 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
                                phys_ring=phys_ring)
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
-                 "final": {"p_w": res["final"].p_w.tolist(), "R_wb": res["final"].R_wb.tolist()},
+                 "final": {"p_w": res["final"].p_w[0].tolist(), "R_wb": res["final"].R_wb[0].tolist(),
+                           "q": res["final"].q.tolist()},
                  "dropped": phys_ring.dropped})
     except Exception as e:  # noqa: BLE001 - report it; the main process ends the session
         import traceback
@@ -120,7 +133,6 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
     """Logger process: drains the haptic and physics rings into the MCAP log every
     ``LOG_PERIOD_S``, so neither loop ever waits on JSON encoding or the disk."""
     from app.log import LogWriter
-    from sim_core.model import State
     from . import physics_loop
     ticks = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
     phys = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
@@ -128,10 +140,10 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
     n = 0
     try:
         log.put("/config", 0.0, cfg)
-        log.part_state(State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6)))
+        log.part_state(start_state(spec))
         go.wait()
         log.put("/session", 0.0, {"device": spec["device_label"], "sched_fifo": bool(realtime.value),
-                                  "headless": spec.get("headless", True), "physics": "session_step"})
+                                  "headless": spec.get("headless", True), "physics": "step"})
         parent = os.getppid()
         while True:
             done = stop.is_set() or os.getppid() != parent   # session died: close the log
@@ -160,13 +172,16 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     from sim_core import scenario
     from devices.base import open_device
 
+    from sim_core import step as step_mod
+    from sim_core.types import State
     model, state, cfg = scenario.load(scenario_name)
-    p0, R0 = state.p_w, state.R_wb
+    scen = scenario.record(cfg)
+    p0, R0 = state.p_w[0], state.R_wb[0]
     if device.startswith("scripted:"):
         # scripted trajectories are written in a frame whose origin is the top of the static
         # part (bolt end / hole entry), axis +z: start the part where the script starts
-        top = model.static_dims.get("length", 0.0)          # bolt end; the hole's top is z = 0
-        half = 0.5 * model.moving_dims.get("height", model.moving_dims.get("length", 0.0))
+        top = scen.static_dims.get("length", 0.0)          # bolt end; the hole's top is z = 0
+        half = 0.5 * scen.moving_dims.get("height", scen.moving_dims.get("length", 0.0))
         dev = open_device(device)
         p0 = dev.read(0.0).p + np.array([0.0, 0.0, top + half])   # lower face at the script's point
         dev.close()
@@ -194,7 +209,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     spec = {k: s.name for k, s in slots.items()}
     spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, phys_ring=phys_ring.name, device=device,
                 device_label=device_label, scenario=scenario_name,
-                mass=model.mass, inertia=model.inertia_b.tolist(), p0=list(p0), R0=np.asarray(R0).tolist(),
+                mass=model.bodies[0].mass, inertia=model.bodies[0].inertia_b.tolist(), p0=list(p0),
+                R0=np.asarray(R0).tolist(), **_arm_start(model, step_mod.start(model, State(0.0, p0, R0, np.zeros(6)))),
                 gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime)
     rt_flag = ctx.Value("b", 0)
     phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),

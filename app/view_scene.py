@@ -69,11 +69,12 @@ def bolting_snapshot(t: float = 2.1, with_arm: bool = False) -> Snapshot:
                     contacts=contacts, forces=forces, hud=hud)
 
 
-def complete_snapshot(model, full, static: str, moving: str) -> Snapshot:
-    """A frame of the complete simulation (``sim_core.complete``): the static and the moving
-    part (mesh names) and the arm's solids (``sim_core.robot.visual``)."""
+def complete_snapshot(model, state, static: str, moving: str) -> Snapshot:
+    """A frame of the complete simulation (a ``types.State`` with the arm): the static and the
+    moving part (mesh names) and the arm's solids (``sim_core.robot.visual``)."""
     from sim_core.robot.visual import arm_solids
-    p_mesh = full.part.p_w - full.part.R_wb @ model.com_part       # the mesh frame's origin
-    return Snapshot(t=full.part.t,
-                    parts=[(static, model.p_ws, model.R_ws, BOLT_RGBA), (moving, p_mesh, full.part.R_wb, NUT_RGBA)],
-                    arm=arm_solids(model.arm.arm, full.q))
+    shape = model.shapes[0]
+    p_mesh = state.p_w[0] - state.R_wb[0] @ model.bodies[0].com_part       # the mesh frame's origin
+    return Snapshot(t=state.t,
+                    parts=[(static, shape.p_ws, shape.R_ws, BOLT_RGBA), (moving, p_mesh, state.R_wb[0], NUT_RGBA)],
+                    arm=arm_solids(model.arm.arm, state.q))

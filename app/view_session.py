@@ -17,7 +17,9 @@ STATIC_RGBA = (0.66, 0.68, 0.72, 1.0)
 MOVING_RGBA = (0.86, 0.66, 0.26, 1.0)
 
 
-def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float):
+def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None):
+    """The frame of a physics snapshot and a proxy record; `arm` (``robot.arm.Arm``): draw it
+    at the configuration the physics has it in."""
     from .view import Snapshot
     n = int(SNAPSHOT.get(sv, "n")[0])
     x = SNAPSHOT.get(sv, "x").reshape(MAX_CONTACTS, 3)[:n]
@@ -35,10 +37,15 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fp
         hud["note"] = "haptic loop without SCHED_FIFO (not permitted)"
     p_part = SNAPSHOT.get(sv, "p").copy()
     R_part = SNAPSHOT.get(sv, "R").reshape(3, 3).copy()
+    solids = []
+    nq = int(SNAPSHOT.get(sv, "nq")[0])
+    if arm is not None and nq:
+        from sim_core.robot.visual import arm_solids
+        solids = arm_solids(arm, SNAPSHOT.get(sv, "q")[:nq].copy())
     return Snapshot(t=float(PROXY.get(pv, "t")[0]),
                     parts=[(static, np.zeros(3), np.eye(3), STATIC_RGBA), (moving, p_part, R_part, MOVING_RGBA)],
                     ghost=(moving, PROXY.get(pv, "p").copy(), PROXY.get(pv, "R").reshape(3, 3).copy()),
-                    contacts=x.copy(), forces=f.copy(), hud=hud)
+                    contacts=x.copy(), forces=f.copy(), hud=hud, arm=solids)
 
 
 def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visible: bool = True):
@@ -48,6 +55,10 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     from sim_core.paths import scenario_path
     cfg = config.load(scenario_path(scenario_name))
     static, moving = cfg["parts"]["static"], cfg["parts"]["moving"]
+    arm = None
+    if cfg["arm"]["robot"] == "panda":          # the view draws the arm where the physics has it
+        from sim_core.robot.arm import Arm
+        arm = Arm(gripper_joint=cfg["arm"]["gripper"] == "turning", base_p=np.array(cfg["arm"]["base_position"]))
     state = {"view": None, "last": None, "fps": 0.0, "keyboard": None}
 
     def on_frame(sv, pv):
@@ -68,7 +79,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         if view.close_requested:
             view.close()
             return False
-        view.draw(snapshot(sv, pv, static, moving, state["fps"]))
+        view.draw(snapshot(sv, pv, static, moving, state["fps"], arm))
         return True
 
     def bind_keyboard(kb):

@@ -75,7 +75,7 @@ def evaluate(data_path: Path, n: int, net, methods=tuple(METHODS), held_out: boo
                 if how == "learned":
                     nodes = redetect(model, s[0])          # as in a step: detection just before
                     t0 = time.perf_counter()
-                    reps[how] = clustering_in.cluster(net, nodes, s[0], s[1], model)
+                    reps[how] = clustering_in.cluster(net, nodes, s[0], s[1], model.shapes[0], model.bodies[0].node_nb)
                     times.append((len(nodes), time.perf_counter() - t0))
                 elif how == "all":
                     reps[how] = s[2]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .model import Model, State
+from .types import BodyPose, RigidBody, StaticShape
 
 
 @njit(cache=True)
@@ -37,11 +37,13 @@ def _filter(nodes_b, R_sb, p_sb, r_max, z_lo, z_hi, r_min):
     return keep[:m], out[:m]
 
 
-def candidates(model: Model, state: State, reach: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of candidate nodes and their positions in the static frame (m); the bounding
-    cylinder grows by the configured margin or the speculative reach, whichever is larger."""
-    R_sb = model.R_ws.T @ state.R_wb
-    p_sb = model.R_ws.T @ (state.p_w - model.p_ws)
-    r_max, z_min, z_max = model.bounds_s
-    g = max(model.contact.margin, reach)
-    return _filter(model.nodes_b, R_sb, p_sb, r_max + g, z_min - g, z_max + g, model.inner_radius_s - g)
+def candidates(body: RigidBody, shape: StaticShape, pose: BodyPose, margin: float,
+               reach: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of a body's candidate nodes against a shape and their positions in the shape's
+    frame (m); the bounding cylinder grows by `margin` or the speculative reach, whichever is
+    larger."""
+    R_sb = shape.R_ws.T @ pose.R_wb
+    p_sb = shape.R_ws.T @ (pose.p_w - shape.p_ws)
+    r_max, z_min, z_max = shape.bounds_s
+    g = max(margin, reach)
+    return _filter(body.nodes_b, R_sb, p_sb, r_max + g, z_min - g, z_max + g, shape.inner_radius_s - g)

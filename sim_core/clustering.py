@@ -1,4 +1,5 @@
-"""Contact clustering (stage 3), baseline: k-means to M_c representatives (seed 000 Sec. V.C).
+"""Contact clustering (stage 3): the table ``CLUSTERINGS`` of ways to reduce a pair's detected
+nodes to representatives, and its baseline, k-means to M_c representatives (seed 000 Sec. V.C).
 
 Features are [x, s n] so that nodes on opposite thread flanks, which are close in space but
 have opposite normals, fall into different clusters (averaging them would cancel the normal).
@@ -16,11 +17,12 @@ initialisation is required.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from .model import Contacts
+from .types import BodyPose, ContactPair, ContactParams, Contacts, RigidBody, StaticShape
 
 MAX_LLOYD_ITERATIONS = 25
 
@@ -269,3 +271,65 @@ def patches(contacts: Contacts, node_patch: np.ndarray, n_patches: int, R_ws: np
         n_w = np.vstack([n_w, contacts.n_w[extra]])
         d = np.concatenate([d, contacts.d[extra]])
     return Contacts(x_w, n_w, d)
+
+
+# --- the table ------------------------------------------------------------------------------
+# The patch clustering's last resort: a step deeper than this many times
+# contact.learned_fallback_depth (0.5 mm) is clustered by k-means (deepest members) instead.
+# Measured (bench/closed_loop_clustering.py, bench/fidelity.py): one of six perturbed bolting
+# landings (seed 3) jams the nut's crest into the thread's start with patches alone (5.3 mm,
+# skipped); k-means from 0.1 or 0.3 mm holds it, but under a 1 kN load the switch's jump
+# (36 representatives to 12, warm start lost) threw the nut off its thread; from 0.5 mm both
+# hold (seed 3 lands 1.4 mm deep and recovers).
+PATCH_KMEANS_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class Clustered:
+    contacts: Contacts             # the representatives (world axes)
+    fallback: bool = False         # the safety net acted on this set
+
+
+def _kmeans_of(params: ContactParams, nodes: Contacts, representative: str = "deepest") -> Contacts:
+    return kmeans(nodes, params.clusters, params.normal_scale, representative)
+
+
+def _none(body, shape, pair, params, nodes, pose, f_ext) -> Clustered:
+    return Clustered(nodes)
+
+
+def _patches(body: RigidBody, shape: StaticShape, pair: ContactPair, params: ContactParams,
+             nodes: Contacts, pose: BodyPose, f_ext: np.ndarray) -> Clustered:
+    """``patches`` with its safety net: a group deeper than ``params.fallback_depth`` adds its
+    deepest member, and a set deeper than ``PATCH_KMEANS_FACTOR`` times that is k-means'."""
+    deepest = -float(nodes.d.min(initial=0.0))
+    net = len(nodes) > 0 and deepest > params.fallback_depth
+    if body.node_patch is None or deepest > PATCH_KMEANS_FACTOR * params.fallback_depth:
+        return Clustered(_kmeans_of(params, nodes), net)
+    return Clustered(patches(nodes, body.node_patch, params.clusters, shape.R_ws, shape.p_ws,
+                             params.fallback_depth), net)
+
+
+def _learned(body: RigidBody, shape: StaticShape, pair: ContactPair, params: ContactParams,
+             nodes: Contacts, pose: BodyPose, f_ext: np.ndarray) -> Clustered:
+    """The seed's interaction networks (``clustering_in``); a set deeper than
+    ``params.fallback_depth`` (with more nodes than representatives) is k-means' instead
+    (measured, README: from a few such states the networks alone let the nut sink through
+    the thread in closed loop)."""
+    from . import clustering_in
+    net = pair.clustering_net
+    deepest = -float(nodes.d.min(initial=0.0))
+    falls = net is not None and len(nodes) > clustering_in.M_C and deepest > params.fallback_depth
+    if net is None or falls:
+        return Clustered(_kmeans_of(params, nodes), falls)
+    return Clustered(clustering_in.cluster(net, nodes, pose, f_ext, shape, body.node_nb))
+
+
+CLUSTERINGS = {
+    "patches": _patches,
+    "none": _none,
+    "learned": _learned,
+    "kmeans": lambda body, shape, pair, params, nodes, pose, f_ext: Clustered(_kmeans_of(params, nodes)),
+    "kmeans_centroid": lambda body, shape, pair, params, nodes, pose, f_ext: Clustered(
+        _kmeans_of(params, nodes, "centroid")),
+}

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .model import Contacts
+from .types import Contacts
 
 FORMAT = "tightsim-in-clustering-2"
 K_NEIGHBOURS = 10
@@ -118,12 +118,12 @@ class INClustering:
         return INClustering(w)
 
 
-def node_features(x_w, state, f_ext, model) -> np.ndarray:
+def node_features(x_w, state, f_ext, shape) -> np.ndarray:
     """X (n, 19) of contact points x_w (n, 3) on the moving part (eq. (4)), scaled."""
     from .math3d import matrix_to_quat
     R = np.ascontiguousarray(state.R_wb, dtype=np.float64)
     return _features(np.ascontiguousarray(x_w, dtype=np.float64), np.asarray(state.p_w, float), R,
-                     np.asarray(state.V, float), np.asarray(f_ext, float), model.p_ws, model.R_ws,
+                     np.asarray(state.V, float), np.asarray(f_ext, float), shape.p_ws, shape.R_ws,
                      matrix_to_quat(R), 1.0 / SCALES)
 
 
@@ -156,7 +156,7 @@ def _features(x_w, p_w, R, V, f_ext, p_ws, R_ws, q, inv_scale):
     return X
 
 
-def node_features_reference(x_w, state, f_ext, model) -> np.ndarray:
+def node_features_reference(x_w, state, f_ext, shape) -> np.ndarray:
     """``node_features`` written with NumPy cross products, for the tests."""
     from .math3d import matrix_to_quat
     R = state.R_wb
@@ -164,7 +164,7 @@ def node_features_reference(x_w, state, f_ext, model) -> np.ndarray:
     r = x_w - state.p_w
     f = np.asarray(f_ext[:3], float)
     X = np.empty((x_w.shape[0], 19))
-    X[:, 0:3] = (x_w - model.p_ws) @ model.R_ws
+    X[:, 0:3] = (x_w - shape.p_ws) @ shape.R_ws
     X[:, 3:7] = matrix_to_quat(R)
     X[:, 7:10] = state.V[:3] + np.cross(w_w, r)
     X[:, 10:13] = w_w
@@ -356,7 +356,7 @@ def _rotate(n: np.ndarray, th1: float, th2: float, axis=(0.0, 0.0, 1.0)) -> np.n
     return _rotate_all(n[None, :], np.array([th1]), np.array([th2]), np.asarray(axis, float))[0]
 
 
-def _finish(net, xr, dr, model, state, f_ext) -> Contacts:
+def _finish(net, xr, dr, shape, state, f_ext) -> Contacts:
     """Averages -> the static surface's normal there -> normal rotation (eq. (6)).
 
     The representative stays at its depth-tilted average, at its soft-min depth, and takes
@@ -366,15 +366,15 @@ def _finish(net, xr, dr, model, state, f_ext) -> Contacts:
     2.3 mm and skip the thread (11.4 mm/rev), 0.85 mm with the gradient normal; averaged
     node normals mix the two thread flanks.  Without the move and with the gradient normal
     it holds: 368 um, 4.996 mm/rev."""
-    xs = (xr - model.p_ws) @ model.R_ws
-    _, g = model.sdf.query(xs)
-    nr = g @ model.R_ws.T
+    xs = (xr - shape.p_ws) @ shape.R_ws
+    _, g = shape.sdf.query(xs)
+    nr = g @ shape.R_ws.T
     # eq. (6): turn the normals
-    Xr = np.hstack([node_features(xr, state, f_ext, model), nr])          # (M, 22)
+    Xr = np.hstack([node_features(xr, state, f_ext, shape), nr])          # (M, 22)
     w = net.w
     ang = _normal_angles(Xr, w["r2_Wa"], w["r2_Wb"], w["r2_b1"], w["r2_W2"], w["r2_b2"], w["r2_W3"],
                          w["r2_b3"], w["o2_W1"], w["o2_b1"], w["o2_W2"], w["o2_b2"], MAX_ANGLE)
-    nr = _rotate_all(nr, ang[:, 0], ang[:, 1], np.ascontiguousarray(model.R_ws[:, 2]))
+    nr = _rotate_all(nr, ang[:, 0], ang[:, 1], np.ascontiguousarray(shape.R_ws[:, 2]))
     return Contacts(xr, nr, dr)
 
 
@@ -400,7 +400,7 @@ def depth_tilted(W: np.ndarray, d: np.ndarray, delta: float | None = None) -> tu
     return E / Z, dmin - delta * np.log(Z)
 
 
-def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_NEIGHBOURS) -> Contacts:
+def cluster(net: INClustering, nodes: Contacts, state, f_ext, shape, node_nb=None, k: int = K_NEIGHBOURS) -> Contacts:
     """M_c representatives of the detected contact nodes (eqs. (4)-(6)).
 
     Every detected node takes part, the speculative band included: at the simulator's 10 ms
@@ -411,10 +411,10 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, model, k: int = K_
     detected nodes are the representatives themselves."""
     if len(nodes) <= M_C:
         return nodes
-    X = node_features(nodes.x_w, state, f_ext, model)
-    Y = cluster_scores(net, X, _neighbours(nodes.x_w, k, nodes.idx, getattr(model, "node_nb", None)))
+    X = node_features(nodes.x_w, state, f_ext, shape)
+    Y = cluster_scores(net, X, _neighbours(nodes.x_w, k, nodes.idx, node_nb))
     xr, _, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, net.delta)   # (its averaged normals: the seed's, unused)
-    return _finish(net, xr, dr, model, state, f_ext)
+    return _finish(net, xr, dr, shape, state, f_ext)
 
 
 @njit(cache=True)

@@ -101,6 +101,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "robot": Field("enum", "panda", choices=("panda", "off"),
                        doc="the Panda holds the part and its tool follows the set pose by admittance "
                            "control (gains: [drive]); off: the spring-damper drive acts on the part"),
+        "gripper": Field("enum", "fixed", choices=("fixed", "turning"),
+                         doc="fixed: the Panda's 7 joints hold the part; turning: an infinite-turn gripper "
+                             "joint turns it without end (fastening a nut) while the wrist holds still"),
         "base_position": Field("vec3", (-0.45, 0.0, -0.2), unit="m", doc="the arm's base (world)"),
         "grasp_offset": Field("float", 0.03, unit="m",
                               doc="tool point from the part's centre along its axis (the tool points down it)"),

@@ -246,20 +246,17 @@ def cspace_row(net: CSpaceNet, M: np.ndarray, p, R):
     return n / nn, 0.0
 
 
-def row_for(model, state):
-    """The C-space constraint of the model's part pair at this state, in the solver's twist
-    coordinates [v world; w body], or None (no network, or a collision-free configuration)."""
-    net = model.cspace
-    if net is None:
-        return None
-    p_s = model.R_ws.T @ (state.p_w - model.p_ws)
-    R_sb = model.R_ws.T @ state.R_wb
+def row_for(net, body, shape, pose):
+    """The C-space constraint of a body-shape pair at this pose, in the body's twist
+    coordinates [v world; w body]: (N^C (6,), b^C), or None (a collision-free configuration)."""
+    p_s = shape.R_ws.T @ (pose.p_w - shape.p_ws)
+    R_sb = shape.R_ws.T @ pose.R_wb
     M = np.zeros((6, 6))
-    M[:3, :3] = model.mass * np.eye(3)
-    M[3:, 3:] = model.inertia_b
+    M[:3, :3] = body.mass * np.eye(3)
+    M[3:, 3:] = body.inertia_b
     row = cspace_row(net, M, p_s, R_sb)
     if row is None:
         return None
     NC, bC = row
-    NC = np.concatenate([model.R_ws @ NC[:3], NC[3:]])   # linear part: static -> world axes
+    NC = np.concatenate([shape.R_ws @ NC[:3], NC[3:]])   # linear part: static -> world axes
     return NC, bC

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import pmi
-from .model import Contacts, Model, State
+from .types import BodyPose, ContactParams, Contacts, RigidBody, StaticShape
 
 # m: the most overlap a predicted contact may start with.  A contact pressed with the loads of
 # the scenarios and the law protocols sits 1-36 um deep (fidelity, max_pen); a node gliding
@@ -29,29 +29,31 @@ EDGE_COS = math.cos(math.radians(10.0))
 CLOSING_STEPS = 2.0
 
 
-def reach(model: Model, state: State) -> float:
+def reach(body: RigidBody, params: ContactParams, pose: BodyPose, dt: float) -> float:
     """Speculative contact distance (m): the configured band plus how far any node can move
     in one step, so a fast approach cannot jump from "no contact" to a deep penetration."""
-    v, w = state.V[:3], state.V[3:]
-    return model.contact.band + model.dt * (float(np.linalg.norm(v)) + float(np.linalg.norm(w)) * model.node_radius)
+    v, w = pose.V[:3], pose.V[3:]
+    return params.band + dt * (float(np.linalg.norm(v)) + float(np.linalg.norm(w)) * body.node_radius)
 
 
-def detect(model: Model, x_s: np.ndarray, band: float, idx: np.ndarray | None = None) -> tuple[Contacts, np.ndarray]:
+def detect(shape: StaticShape, x_s: np.ndarray, band: float, idx: np.ndarray | None = None) -> tuple[Contacts, np.ndarray]:
     """Signed distance of candidate nodes; returns (contacts with d < band, all distances).
 
-    x_s: (n,3) candidate node positions in the static frame (from the broad phase); idx: their
-    rows in model.nodes_b, carried on the contacts (the learned clustering's neighbour table).
+    x_s: (n,3) candidate node positions in the shape's frame (from the broad phase); idx: their
+    rows in the body's nodes_b, carried on the contacts (the learned clustering's neighbour
+    table).
     """
     if x_s.shape[0] == 0:
         return Contacts.empty(), np.zeros(0)
-    d, g_s = model.sdf.query(x_s, band)
+    d, g_s = shape.sdf.query(x_s, band)
     sel = d < band
-    x_w = x_s[sel] @ model.R_ws.T + model.p_ws
-    n_w = g_s[sel] @ model.R_ws.T
+    x_w = x_s[sel] @ shape.R_ws.T + shape.p_ws
+    n_w = g_s[sel] @ shape.R_ws.T
     return Contacts(x_w, n_w, d[sel], None if idx is None else idx[sel]), d
 
 
-def predict(model: Model, state: State, nodes: Contacts) -> Contacts:
+def predict(body: RigidBody, shape: StaticShape, params: ContactParams, pose: BodyPose, dt: float,
+            nodes: Contacts) -> Contacts:
     """Speculative contacts linearized at the end of the step (``contact.speculative``).
 
     The solver keeps a gap d >= 0 open to first order, d + T n.(u_k + u_k+1)/2 >= 0 with n the
@@ -75,23 +77,23 @@ def predict(model: Model, state: State, nodes: Contacts) -> Contacts:
     (d_eff raised to 0: a node not yet in contact is never pushed out); a deeper d_eff would
     stop a node that is not touching, and it keeps its present depth and normal.  Penetrating
     nodes (d < 0) are unchanged."""
-    if model.contact.speculative != "predicted" or nodes.idx is None or len(nodes) == 0:
+    if params.speculative != "predicted" or nodes.idx is None or len(nodes) == 0:
         return nodes
     gap = np.flatnonzero(nodes.d > 0.0)
     if gap.size == 0:
         return nodes
-    r_b = model.nodes_b[nodes.idx[gap]]
-    v, w = state.V[:3], state.V[3:]
-    T = model.dt
-    u_k = v + np.cross(w, r_b) @ state.R_wb.T                        # w x r in body axes, to world
+    r_b = body.nodes_b[nodes.idx[gap]]
+    v, w = pose.V[:3], pose.V[3:]
+    T = dt
+    u_k = v + np.cross(w, r_b) @ pose.R_wb.T                        # w x r in body axes, to world
     closing = nodes.d[gap] + CLOSING_STEPS * T * np.einsum("ij,ij->i", nodes.n_w[gap], u_k) < 0.0
     if not closing.any():
         return nodes
     rows, r_b, u_k = gap[closing], r_b[closing], u_k[closing]
-    p_p, R_p = pmi.advance(state.p_w, state.R_wb, state.V, state.V, T)   # the pose after a step at V
+    p_p, R_p = pmi.advance(pose.p_w, pose.R_wb, pose.V, pose.V, T)   # the pose after a step at V
     x_p = p_p + r_b @ R_p.T
-    d_p, g_s = model.sdf.query((x_p - model.p_ws) @ model.R_ws, None)
-    n_p = g_s @ model.R_ws.T
+    d_p, g_s = shape.sdf.query((x_p - shape.p_ws) @ shape.R_ws, None)
+    n_p = g_s @ shape.R_ws.T
     d_eff = d_p - T * np.einsum("ij,ij->i", n_p, u_k)
     turn = np.einsum("ij,ij->i", n_p, nodes.n_w[rows])
     ok = (turn > 0.0) & (turn < EDGE_COS) & (d_eff >= -PREDICTED_OVERLAP) & np.isfinite(d_eff)

@@ -1,8 +1,8 @@
 """Law protocols: the shipped pipeline checked against textbook laws under load.
 
 Each protocol builds a scenario's parts with the arm off (``[arm] robot = "off"``), drives
-only what the law needs through the spring-damper drive (``drive.py``) and applies the load
-as an external wrench (``Inputs.f_ext``), then runs the ordinary step (``pipeline.step``)
+only what the law needs through the spring-damper drive (``dynamics.drive_terms``) and applies the load
+as an external wrench (``Inputs.f_ext``), then runs the ordinary step (``step.step``)
 and returns what it measured next to the closed form.  ``VARIANTS`` are the contact
 pipelines compared: every contact node with the exact SDF (the reference), k-means with the
 exact SDF, and the shipped defaults.  Used by ``tests/test_fidelity.py`` and
@@ -36,9 +36,10 @@ from functools import lru_cache
 import numpy as np
 
 from . import config as config_mod
-from . import pipeline, scenario
+from . import scenario
+from . import step as step_mod
 from .math3d import rot_axis_angle, twist_about_z
-from .model import Inputs, Model, State
+from .types import Drive, Inputs, Model, State
 from .paths import scenario_path
 
 # contact keys of each compared pipeline (on top of the scenario's own [contact] table)
@@ -56,7 +57,7 @@ PEG_TILT_STIFFNESS = 5.0          # N m/rad: holds the peg upright (no force alo
 PEG_TILT_DAMPING = 0.08           # N m s/rad
 
 
-def build(task: str, variant: str, mu: float, **contact) -> tuple[Model, State, dict]:
+def build(task: str, variant: str, mu: float, **contact) -> tuple[Model, State, scenario.Scenario]:
     """The task's parts with the arm off, friction mu and the variant's contact pipeline."""
     path = scenario_path(task)
     cfg = config_mod.load(path)
@@ -65,11 +66,12 @@ def build(task: str, variant: str, mu: float, **contact) -> tuple[Model, State, 
     cfg["contact"].update(contact)
     cfg["contact"]["friction"] = float(mu)
     model, state = scenario.build(cfg, str(path))
-    return model, state, cfg
+    return model, state, scenario.record(cfg)
 
 
 def with_drive(model: Model, K, D) -> Model:
-    return replace(model, K=np.asarray(K, float), D=np.asarray(D, float))
+    """The model with the part's drive gains K, D (6,) replaced."""
+    return replace(model, drive=Drive(np.asarray(K, float)[None], np.asarray(D, float)[None]))
 
 
 # --- power screw ------------------------------------------------------------------------------
@@ -108,16 +110,16 @@ def _engaged_height(z_nominal: float) -> float:
     """Nut-centre height (yaw 0) within one pitch of z_nominal where the bolting scenario's
     nut floats in the middle of its thread clearance (largest smallest gap, exact SDF); made
     once per process (a scan of 100 heights)."""
-    model, _, _ = build("bolting", "kmeans+exact", 0.0)
-    p = model.static_dims["p"]
+    model, _, scen = build("bolting", "kmeans+exact", 0.0)
+    body, shape = model.bodies[0], model.shapes[0]
+    p = scen.static_dims["p"]
     zs = z_nominal + np.linspace(0.0, p, 101)[:-1]
     gaps = []
     for z in zs:
-        st = State(0.0, np.array([0.0, 0.0, z]), np.eye(3), np.zeros(6))
-        x_s = st.p_w + model.nodes_b
+        x_s = np.array([0.0, 0.0, z]) + body.nodes_b
         r = np.hypot(x_s[:, 0], x_s[:, 1])
-        x_s = x_s[r < model.bounds_s[0] + 1e-3]
-        gaps.append(float(model.sdf_exact.query(x_s)[0].min()))
+        x_s = x_s[r < shape.bounds_s[0] + 1e-3]
+        gaps.append(float(shape.sdf_exact.query(x_s)[0].min()))
     gaps = np.array(gaps)
     i = int(np.argmax(gaps))
     # refine on a parabola through the neighbours
@@ -155,18 +157,19 @@ def _roll(model: Model, state: State, n: int, inputs) -> Run:
     for k in range(n):
         inp = inputs(k, state)
         t0 = time.perf_counter()
-        nxt, info = pipeline.step(model, state, inp)
+        nxt, info = step_mod.step(model, state, inp)
         dt.append(time.perf_counter() - t0)
-        w = info.contact_wrench
+        w = info.contact_wrench[0]
         f_w = w[:3]
-        tau_w = state.R_wb @ w[3:] + np.cross(state.p_w - model.p_ws, f_w)   # about the axis point
-        turned += twist_about_z(state.R_wb.T @ nxt.R_wb)
+        p_w, R_wb = state.p_w[0], state.R_wb[0]
+        tau_w = R_wb @ w[3:] + np.cross(p_w - model.shapes[0].p_ws, f_w)   # about the axis point
+        turned += twist_about_z(R_wb.T @ nxt.R_wb[0])
         state = nxt
         if not np.all(np.isfinite(state.V)):
-            raise FloatingPointError(f"{model.name}: protocol diverged at t = {state.t:.3f} s")
+            raise FloatingPointError(f"{model.bodies[0].name}: protocol diverged at t = {state.t:.3f} s")
         t.append(state.t)
-        z.append(state.p_w[2])
-        x.append(state.p_w[0])
+        z.append(state.p_w[0, 2])
+        x.append(state.p_w[0, 0])
         yaw.append(turned)
         fz.append(f_w[2])
         tz.append(tau_w[2])
@@ -214,7 +217,7 @@ def power_screw(variant: str, mu: float, load: float, raising: bool, rev_per_s: 
     Only the yaw is driven (``YAW_STIFFNESS``); the nut is otherwise free on its thread.  The
     load ramps up over the first half of `settle` (quasi-static: dropped at once onto the
     thread's axial play, 1 kN is an impact, not the law)."""
-    model, _, _ = build("bolting", variant, mu, **contact)
+    model, _, scen = build("bolting", variant, mu, **contact)
     T = model.dt
     model = with_drive(model, [0, 0, 0, 0, 0, YAW_STIFFNESS], [0, 0, 0, 0, 0, YAW_DAMPING])
     start = nut_start(model)
@@ -222,15 +225,15 @@ def power_screw(variant: str, mu: float, load: float, raising: bool, rev_per_s: 
     f_ext = np.array([0.0, 0.0, -load, 0.0, 0.0, 0.0])
     n_settle = round(settle / T)
     n = n_settle + round(turns / rev_per_s / T)
-    run = _roll(model, start, n, _hold_inputs(start.p_w, f_ext, lambda t: w * t, T, w, n_settle // 2))
+    run = _roll(model, start, n, _hold_inputs(start.p_w[0], f_ext, lambda t: w * t, T, w, n_settle // 2))
     s = slice(n_settle, n)
     torque = -float(np.mean(run.tz[s])) * np.sign(w)       # the drive's torque = -(contact torque)
     dz = run.z[n - 1] - run.z[n_settle - 1]
     dturn = (run.yaw[n - 1] - run.yaw[n_settle - 1]) / (2 * math.pi)
-    lead = model.static_dims["p"]
+    lead = scen.static_dims["p"]
     adv = float(dz / dturn) if dturn != 0 else math.nan
-    left = bool(abs(run.z[-1] - (start.p_w[2] + lead * run.yaw[-1] / (2 * math.pi))) > lead)
-    return ScrewResult(torque, screw_torque(load, mu, raising, model.static_dims["d2"], lead), adv, lead,
+    left = bool(abs(run.z[-1] - (start.p_w[0, 2] + lead * run.yaw[-1] / (2 * math.pi))) > lead)
+    return ScrewResult(torque, screw_torque(load, mu, raising, scen.static_dims["d2"], lead), adv, lead,
                        run.max_pen, float(np.median(run.step_s) * 1e3), left)
 
 
@@ -250,21 +253,22 @@ def axial_hold(variant: str, mu: float, load: float, seconds: float = 5.0, settl
     over the first half of `settle`): how far it runs down the thread in the `seconds` after
     `settle`, and its fitted axial acceleration there.  (An unlocked nut runs ~0.2 m/s^2 or
     less: keep `seconds` short enough that it stays on the bolt's full thread, ~20 mm.)"""
-    model, _, _ = build("bolting", variant, mu, **contact)
+    model, _, scen = build("bolting", variant, mu, **contact)
     T = model.dt
     model = with_drive(model, np.zeros(6), np.zeros(6))
     start = nut_start(model)
     f_ext = np.array([0.0, 0.0, -load, 0.0, 0.0, 0.0])
     n_settle = round(settle / T)
     n = n_settle + round(seconds / T)
-    run = _roll(model, start, n, _hold_inputs(start.p_w, f_ext, None, T, n_settle // 2))
+    run = _roll(model, start, n, _hold_inputs(start.p_w[0], f_ext, None, T, n_settle // 2))
     s = slice(n_settle, n)
     tt = run.t[s] - run.t[n_settle]
     down = -(run.z[s] - run.z[n_settle - 1])
     a = 2.0 * float(np.polyfit(tt, down, 2)[0])
-    d2, lead = model.static_dims["d2"], model.static_dims["p"]
+    d2, lead = scen.static_dims["d2"], scen.static_dims["p"]
     lock = self_locking_mu(d2, lead)
-    law = 0.0 if mu >= lock else rundown_acceleration(load, mu, model.mass, float(model.inertia_b[2, 2]), d2, lead)
+    nut = model.bodies[0]
+    law = 0.0 if mu >= lock else rundown_acceleration(load, mu, nut.mass, float(nut.inertia_b[2, 2]), d2, lead)
     return HoldResult(float(down[-1]), float(run.yaw[n - 1] - run.yaw[n_settle - 1]), a, law, lock,
                       float(np.median(run.step_s) * 1e3))
 
@@ -290,25 +294,26 @@ def peg_on_wall(variant: str, mu: float, normal: float, axial: float, seconds: f
     nothing but the wall acts along the axis.  After `settle` seconds: its mean axial velocity
     (second half of the span) and fitted acceleration over `seconds`, and the mean axial contact force.  It starts
     touching the wall and is pressed alone during `settle`; the axial push starts after."""
-    model, _, _ = build("peg_in_hole", variant, mu, **contact)
+    model, _, scen = build("peg_in_hole", variant, mu, **contact)
     T = model.dt
     k, d = PEG_TILT_STIFFNESS, PEG_TILT_DAMPING
     model = with_drive(model, [0, 0, 0, k, k, k], [0, 0, 0, d, d, d])
-    clear = model.static_dims["radial_clearance_to_peg"]
-    start = State(0.0, np.array([0.0, 0.0, PEG_CENTRE_Z]) + model.com_part, np.eye(3), np.zeros(6))
-    start = replace(start, p_w=start.p_w + np.array([clear, 0.0, 0.0]))     # touching the wall
+    clear = scen.static_dims["radial_clearance_to_peg"]
+    peg = model.bodies[0]
+    p0 = np.array([clear, 0.0, PEG_CENTRE_Z]) + peg.com_part      # touching the wall
+    start = State(0.0, p0, np.eye(3), np.zeros(6))
     f_side = np.array([normal, 0.0, 0.0, 0.0, 0.0, 0.0])
     f_ext = np.array([normal, 0.0, -axial, 0.0, 0.0, 0.0])
     n_settle = round(settle / T)
     n = n_settle + round(seconds / T)
-    hold = _hold_inputs(start.p_w, f_ext, None, T)
-    press = _hold_inputs(start.p_w, f_side, None, T)
+    hold = _hold_inputs(p0, f_ext, None, T)
+    press = _hold_inputs(p0, f_side, None, T)
     run = _roll(model, start, n, lambda k, s: press(k, s) if k < n_settle else hold(k, s))
     s = slice(n_settle, n)
     tt = run.t[s] - run.t[n_settle]
     down = -(run.z[s] - run.z[n_settle - 1])
     a = 2.0 * float(np.polyfit(tt, down, 2)[0])
-    law = max(0.0, (axial - mu * normal) / model.mass)
+    law = max(0.0, (axial - mu * normal) / peg.mass)
     half = len(down) // 2                  # steady creep: the second half of the span
     v = float((down[-1] - down[half - 1]) / (tt[-1] - tt[half - 1]))
     return WallResult(v, a, law, float(np.mean(run.fz[s])), run.max_pen,

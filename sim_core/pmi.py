@@ -43,7 +43,7 @@ converges to rounding in a few 6x6 solves at the simulator's steps (``coriolis_p
 Everything that is linear in V_{k+1} (a spring-damper drive evaluated at the midpoint, the
 contact impulses) is folded into one 6x6 system  A V_{k+1} = b:  ``system`` builds the free
 part, the contact solver adds J^T f, ``advance`` moves the pose.  Under contact the callers
-(``pipeline.step_with_contacts``, ``complete.step``) pass the Coriolis point of the
+(``dynamics.assemble``) passes the Coriolis point of the
 contact-free system: the energy balance stays exact, and momentum is not conserved under
 contact impulses anyway.  Callers with nothing better (``w_bar`` omitted) get the seed's
 start-of-step C(w_k).

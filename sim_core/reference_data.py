@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import pipeline, scenario
+from . import dynamics, scenario
+from . import step as step_mod
 from .math3d import matrix_to_quat
 from .wrench_data import WrenchWriter
 
@@ -125,7 +126,6 @@ def episode_config(task: str, seed: int, episode: int, parts: tuple[str, str] | 
 def generate(task: str, out, steps: int, seed: int = 0, progress=None, parts: tuple[str, str] | None = None) -> dict:
     """Write at least `steps` samples of reference data for `task` to `out` (.mcap);
     returns a summary."""
-    from . import drive
     out = Path(out)
     t0 = time.perf_counter()
     n, episode = 0, 0
@@ -134,18 +134,19 @@ def generate(task: str, out, steps: int, seed: int = 0, progress=None, parts: tu
         while n < steps:
             cfg = episode_config(task, seed, episode, parts)
             model, state = scenario.build(cfg, f"{task} reference episode {episode}")
+            scen = scenario.record(cfg)
             if writer is None:
                 writer = WrenchWriter(out, task, cfg["parts"]["static"], cfg["parts"]["moving"], DT,
                                       "reference simulation: every contact node, exact SDF, T = 1 ms, "
                                       f"SOR tolerance {HIFI['sor_tolerance']} N",
                                       seed=int(seed), generator="sim_core.reference_data")
             for _ in range(int(round(cfg["scenario"]["duration"] / DT))):
-                inp = scenario.inputs_at(model, state.t)
-                F0, B = drive.linearize(model, state, inp)
-                nxt, info = pipeline.step(model, state, inp)
-                f_drive = F0 - B @ nxt.V                         # the drive's wrench over the step
-                writer.sample(episode, state.t, state.p_w, matrix_to_quat(state.R_wb), state.V[:3],
-                              state.V[3:], f_drive, info.contact_wrench)
+                inp = scenario.inputs_at(scen, state.t)
+                ld = dynamics.loads(model, state, inp, model.dt)
+                nxt, info = step_mod.step(model, state, inp)
+                f_drive = ld.F0[0] - ld.B[0] @ nxt.V[0]          # the drive's wrench over the step
+                writer.sample(episode, state.t, state.p_w[0], matrix_to_quat(state.R_wb[0]), state.V[0, :3],
+                              state.V[0, 3:], f_drive, info.contact_wrench[0])
                 state = nxt
                 n += 1
                 if progress is not None and n % 200 == 0:

@@ -1,6 +1,9 @@
 """Scenarios: from a validated config to a Model, the set-pose trajectory, and a headless run.
 
-The moving part follows waypoints through the spring-damper drive (``drive.py``); what the
+A scenario builds a world (``types.Model``: one moving part, one static part, their contact
+pair, the arm or the drive) and keeps what is not physics -- the task, the waypoints, the parts'
+dimensions, the duration -- in a ``Scenario`` record.  The moving part follows the waypoints
+(through the arm, or the spring-damper drive of ``dynamics``); what the
 run measures -- penetration, axial advance, rotation about the axis, and the task figures
 (peg insertion depth; nut advance per revolution while engaged) -- is computed here from the
 trajectory, never prescribed by it: the bolting drive pushes down with a soft spring and
@@ -16,13 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from . import config as config_mod
-from . import broadphase, clustering, clustering_in, pipeline
+from . import broadphase, clustering, clustering_in
+from . import step as step_mod
 from .geometry import profiles
 from .geometry.assets import load_mesh
 from .geometry.mesh import mass_properties, mesh_part
 from .geometry.sdf import exact_sdf
 from .math3d import matrix_to_quat, rot_axis_angle
-from .model import ContactParams, Inputs, Model, State
+from .types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
 from .paths import assets_dir, scenario_path
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
@@ -51,8 +55,46 @@ def _moving_mesh(name: str, spec):
     return mesh_part(spec)
 
 
+@dataclass(frozen=True)
+class Scenario:
+    """What a scenario is besides its physics: the task, the set-pose waypoints, the parts'
+    dimensions (for the figures), the run's length."""
+    name: str
+    task: str                      # "peg_in_hole" | "bolting"
+    duration: float                # s
+    waypoints_t: np.ndarray        # (W,) s
+    waypoints_p: np.ndarray        # (W,3) m, set COM position (world)
+    waypoints_rot: np.ndarray      # (W,3) rad: yaw about z, tilt about x, tilt about y
+    static_dims: dict              # the static part's dimensions (profiles.*Spec.dimensions)
+    moving_dims: dict              # the moving part's
+
+
+def record(cfg: dict) -> Scenario:
+    """The scenario record of a validated config."""
+    wps = cfg["waypoints"]
+    static = profiles.all_parts()[cfg["parts"]["static"]]
+    moving = profiles.all_parts()[cfg["parts"]["moving"]]
+    return Scenario(name=cfg["scenario"]["name"], task=cfg["scenario"]["task"],
+                    duration=float(cfg["scenario"]["duration"]),
+                    waypoints_t=np.array([w["t"] for w in wps]),
+                    waypoints_p=np.array([w["position"] for w in wps]),
+                    waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
+                    static_dims=static.dimensions(), moving_dims=moving.dimensions())
+
+
+def contact_params(c: dict) -> ContactParams:
+    """The [contact] table of a validated config as the solver's parameters."""
+    return ContactParams(mu=c["friction"], clusters=c["clusters"], band=c["band"],
+                         margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
+                         beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
+                         pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
+                         sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
+                         sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
+                         fallback_depth=c["learned_fallback_depth"], speculative=c["speculative"])
+
+
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
-    """Model and initial State of a validated scenario config."""
+    """The world (Model) and its start State of a validated scenario config."""
     static = _part(cfg["parts"]["static"], src, "parts.static", STATIC_KINDS)
     moving = _part(cfg["parts"]["moving"], src, "parts.moving", MOVING_KINDS)
     task = cfg["scenario"]["task"]
@@ -89,37 +131,39 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         except WeightsError as e:
             raise config_mod.ConfigError(f"{src}: contact.clustering = \"learned\": {e}") from None
     dr = cfg["drive"]
-    wps = cfg["waypoints"]
-    model = Model(
-        name=cfg["scenario"]["name"], task=task, dt=cfg["scenario"]["dt"],
-        mass=mass, inertia_b=J, nodes_b=np.ascontiguousarray(mesh.vertices - com), com_part=com,
-        sdf=sdf, sdf_exact=exact, bounds_s=bounds,
-        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0, R_ws=np.eye(3), p_ws=np.zeros(3),
-        contact=ContactParams(mu=c["friction"], clusters=c["clusters"], band=c["band"],
-                              margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
-                              beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
-                              pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
-                              sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
-                              sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
-                              fallback_depth=c["learned_fallback_depth"], speculative=c["speculative"]),
-        K=np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]]),
-        D=np.array([*dr["damping_linear"], *dr["damping_angular"]]),
-        waypoints_t=np.array([w["t"] for w in wps]),
-        waypoints_p=np.array([w["position"] for w in wps]),
-        waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
-        node_radius=float(np.linalg.norm(mesh.vertices - com, axis=1).max()),
-        static_dims=static.dimensions(), moving_dims=moving.dimensions(), cspace=cs,
-        node_nb=clustering_in.node_table(mesh.vertices - com), clustering_net=net,
-        node_patch=(clustering.patch_labels(mesh.vertices - com, c["clusters"])
-                    if c["clustering"] == "patches" else None),
-    )
+    nodes = np.ascontiguousarray(mesh.vertices - com)
+    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
+                     node_radius=float(np.linalg.norm(nodes, axis=1).max()),
+                     node_nb=clustering_in.node_table(nodes),
+                     node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
+    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
+                        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
+    K = np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]])
+    D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
+    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
+                  contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
     if cfg["arm"]["robot"] == "panda":
-        from .complete import make_setup
-        model = replace(model, arm=make_setup(cfg, model))
+        model = replace(model, arm=arm_system(cfg, K, D, body=0))
     st = cfg["start"]
     yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
     state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))
-    return model, state
+    return model, step_mod.start(model, state)
+
+
+def arm_system(cfg: dict, K: np.ndarray, D: np.ndarray, body: int = 0):
+    """The arm of a validated scenario config: a Panda (with the infinite-turn gripper when
+    ``[arm] gripper = "turning"``) at the configured base, holding `body` at its axis, tool
+    pointing down it; the [drive] gains (K, D) become the tool's admittance gains."""
+    from .dynamics import ArmSystem
+    from .robot import control
+    from .robot.arm import Arm
+    a = cfg["arm"]
+    arm = Arm(gripper_joint=(a["gripper"] == "turning"), base_p=np.array(a["base_position"], float))
+    ks, kd = a["coupling_stiffness"], a["coupling_damping"]
+    return ArmSystem(arm=arm, body=body, grasp_R=rot_axis_angle([1.0, 0.0, 0.0], np.pi),
+                     grasp_p=np.array([0.0, 0.0, a["grasp_offset"]]),
+                     gains=control.AdmittanceGains(K=K.copy(), D=D.copy()),
+                     K_c=np.array([ks[0]] * 3 + [ks[1]] * 3), D_c=np.array([kd[0]] * 3 + [kd[1]] * 3))
 
 
 def load(name_or_path: str) -> tuple[Model, State, dict]:
@@ -162,9 +206,9 @@ def perturbed(cfg: dict, seed: int) -> dict:
     return out
 
 
-def inputs_at(model: Model, t: float) -> Inputs:
+def inputs_at(scen: Scenario, t: float) -> Inputs:
     """Set pose and twist at time t: piecewise-linear waypoints, held after the last one."""
-    ts, P, Q = model.waypoints_t, model.waypoints_p, model.waypoints_rot
+    ts, P, Q = scen.waypoints_t, scen.waypoints_p, scen.waypoints_rot
     if t <= ts[0]:
         k, s = 0, 0.0
     elif t >= ts[-1]:
@@ -190,17 +234,18 @@ def inputs_at(model: Model, t: float) -> Inputs:
 @dataclass
 class RunResult:
     model: Model
+    scen: Scenario
     steps: int = 0
     step_times: list = field(default_factory=list)     # s per step (whole pipeline)
     stage_times: dict = field(default_factory=dict)    # stage -> list of s
     t: list = field(default_factory=list)              # s, after each step
-    p_w: list = field(default_factory=list)            # (3,) COM position after each step
+    p_w: list = field(default_factory=list)            # (3,) the moving part's COM position after each step
     rot_axis: list = field(default_factory=list)       # rad, accumulated rotation about the axis
     max_pen: list = field(default_factory=list)        # m per step
     mean_pen: list = field(default_factory=list)       # m per step (0 when no penetration)
     force: list = field(default_factory=list)          # N, |contact force| per step
     exact_max_pen: list = field(default_factory=list)  # m per step, by the exact SDF (neural runs)
-    fallback: list = field(default_factory=list)       # per step: learned clustering handed it to k-means
+    fallback: list = field(default_factory=list)       # per step: the clustering's safety net acted
     n_contacts: list = field(default_factory=list)     # detected nodes per step
     arm_q: list = field(default_factory=list)          # the arm's configuration after each step
     wall: float = 0.0
@@ -208,56 +253,56 @@ class RunResult:
 
 
 def true_penetration(model: Model, state: State) -> float:
-    """Deepest penetration (m, >= 0) of the moving part's nodes by the exact SDF: what a
+    """Deepest penetration (m, >= 0) of the moving parts' nodes by the exact SDF: what a
     neural detector's own depths are checked against."""
-    _, x_s = broadphase.candidates(model, state)
-    if not len(x_s):
-        return 0.0
-    return float(max(0.0, -model.sdf_exact.query(x_s)[0].min()))
+    deepest = 0.0
+    for pair in model.pairs:
+        body, shape = model.bodies[pair.body], model.shapes[pair.shape]
+        _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.margin)
+        if len(x_s):
+            deepest = max(deepest, float(-shape.sdf_exact.query(x_s)[0].min()))
+    return deepest
 
 
-def simulate(model: Model, state: State, duration: float, on_step=None) -> RunResult:
-    """Run the pipeline for `duration` seconds of simulated time, recording the figures."""
-    res = RunResult(model=model, stage_times={s: [] for s in pipeline.STAGES})
-    n = int(round(duration / model.dt))
-    axis_w = model.R_ws[:, 2]
+def simulate(model: Model, scen: Scenario, state: State, duration: float | None = None, on_step=None,
+             dt: float | None = None) -> RunResult:
+    """Run the step for `duration` seconds of simulated time (default: the scenario's),
+    following the waypoints, recording the figures of the moving part (body 0)."""
+    res = RunResult(model=model, scen=scen, stage_times={s: [] for s in step_mod.STAGES})
+    dt = model.dt if dt is None else dt
+    n = int(round((scen.duration if duration is None else duration) / dt))
+    axis_w = model.shapes[0].R_ws[:, 2]
+    neural = any(s.sdf is not s.sdf_exact for s in model.shapes)
     rot = 0.0
-    full = None
-    if model.arm is not None:
-        from . import complete
-        full = complete.start(model.arm, state)
     w0 = time.perf_counter()
     for _ in range(n):
-        inp = inputs_at(model, state.t)
+        inp = inputs_at(scen, state.t)
         t0 = time.perf_counter()
         prev = state
-        if full is not None:
-            full, finfo = complete.step(model, model.arm, full, inp)
-            nxt, info = full.part, finfo.step
-            res.arm_q.append(full.q.copy())
-        else:
-            nxt, info = pipeline.step(model, state, inp)
+        nxt, info = step_mod.step(model, state, inp, dt)
         res.step_times.append(time.perf_counter() - t0)
         # rotation about the static axis, integrated with the midpoint angular velocity
-        w_mid_w = 0.5 * (state.R_wb @ state.V[3:] + nxt.R_wb @ nxt.V[3:])
-        rot += model.dt * float(w_mid_w @ axis_w)
+        w_mid_w = 0.5 * (state.R_wb[0] @ state.V[0, 3:] + nxt.R_wb[0] @ nxt.V[0, 3:])
+        rot += dt * float(w_mid_w @ axis_w)
         state = nxt
-        for s in pipeline.STAGES:
+        for s in step_mod.STAGES:
             res.stage_times[s].append(info.times.get(s, 0.0))
         res.t.append(state.t)
-        res.p_w.append(state.p_w.copy())
+        res.p_w.append(state.p_w[0].copy())
         res.rot_axis.append(rot)
         res.max_pen.append(info.max_penetration)
         res.mean_pen.append(info.mean_penetration)
         res.fallback.append(info.fallback)
         res.n_contacts.append(info.n_contacts)
-        res.force.append(float(np.linalg.norm(info.contact_wrench[:3])))
-        if model.sdf is not model.sdf_exact and model.sdf_exact is not None:
+        res.force.append(float(np.linalg.norm(info.contact_wrench[0, :3])))
+        if model.arm is not None:
+            res.arm_q.append(state.q.copy())
+        if neural:
             res.exact_max_pen.append(true_penetration(model, state))   # outside the timing
         if on_step is not None:
             on_step(prev, inp, state, info)
         if not np.all(np.isfinite(state.V)):
-            raise FloatingPointError(f"{model.name}: simulation diverged at t = {state.t:.3f} s")
+            raise FloatingPointError(f"{scen.name}: simulation diverged at t = {state.t:.3f} s")
     res.wall = time.perf_counter() - w0
     res.steps = n
     res.final = state
@@ -266,23 +311,23 @@ def simulate(model: Model, state: State, duration: float, on_step=None) -> RunRe
 
 def summarize(res: RunResult, start: State) -> dict:
     """The headless summary figures (SI units; also written by --summary-json)."""
-    m = res.model
+    m, sc = res.model, res.scen
     st = np.array(res.step_times) * 1e3
-    P = np.array(res.p_w)
-    axis = m.R_ws[:, 2]
+    axis = m.shapes[0].R_ws[:, 2]
     final = res.final
     pen = np.array(res.mean_pen)
+    dt = res.t[0] - start.t if res.t else m.dt
     out = {
-        "scenario": m.name, "task": m.task, "steps": res.steps, "dt": m.dt,
-        "simulated_s": res.steps * m.dt, "wall_s": res.wall,
+        "scenario": sc.name, "task": sc.task, "steps": res.steps, "dt": dt,
+        "simulated_s": res.steps * dt, "wall_s": res.wall,
         "step_ms_mean": float(st.mean()), "step_ms_median": float(np.median(st)),
         "step_ms_p99": float(np.percentile(st, 99)),
-        "real_time_factor": res.steps * m.dt / res.wall,
+        "real_time_factor": res.steps * dt / res.wall,
         "max_penetration_m": float(max(res.max_pen)),
         "mean_penetration_m": float(pen[pen > 0].mean()) if np.any(pen > 0) else 0.0,
-        "final_position_m": [float(x) for x in final.p_w],
-        "final_quaternion_wxyz": [float(x) for x in matrix_to_quat(final.R_wb)],
-        "axial_advance_m": float((start.p_w - final.p_w) @ axis),
+        "final_position_m": [float(x) for x in final.p_w[0]],
+        "final_quaternion_wxyz": [float(x) for x in matrix_to_quat(final.R_wb[0])],
+        "axial_advance_m": float((start.p_w[0] - final.p_w[0]) @ axis),
         "rotation_about_axis_rad": float(res.rot_axis[-1]),
         "rotation_about_axis_rev": float(res.rot_axis[-1] / (2 * math.pi)),
         "max_contact_force_N": float(max(res.force)),
@@ -295,7 +340,7 @@ def summarize(res: RunResult, start: State) -> dict:
         out["clustered_steps"] = clustered
     if res.exact_max_pen:
         out["max_penetration_exact_sdf_m"] = float(max(res.exact_max_pen))
-    if m.task == "peg_in_hole":
+    if sc.task == "peg_in_hole":
         out.update(_peg_figures(res))
     else:
         out.update(_bolting_figures(res))
@@ -304,11 +349,11 @@ def summarize(res: RunResult, start: State) -> dict:
 
 def _peg_figures(res: RunResult) -> dict:
     """Insertion depth: the hole's top face (static z = 0) minus the peg's lowest axis point."""
-    m = res.model
-    half = m.moving_dims["length"] / 2
-    R = res.final.R_wb
-    bottom_w = res.final.p_w + R @ (np.array([0.0, 0.0, -half]) - m.com_part)
-    bottom_s = m.R_ws.T @ (bottom_w - m.p_ws)
+    body, shape = res.model.bodies[0], res.model.shapes[0]
+    half = res.scen.moving_dims["length"] / 2
+    R = res.final.R_wb[0]
+    bottom_w = res.final.p_w[0] + R @ (np.array([0.0, 0.0, -half]) - body.com_part)
+    bottom_s = shape.R_ws.T @ (bottom_w - shape.p_ws)
     return {"insertion_depth_m": float(-bottom_s[2])}
 
 
@@ -318,11 +363,11 @@ def _bolting_figures(res: RunResult, revolutions: float = 3.0) -> dict:
     Engaged: the nut's lower face is at least one pitch below the bolt's end, so a full turn
     of thread is in mesh.  Advance is measured along -z (fastening) per turn of rotation.
     """
-    m = res.model
-    p = m.static_dims["p"]
-    h = m.moving_dims["height"]
-    top = m.static_dims["length"]
-    z = np.array(res.p_w)[:, 2] - m.com_part[2]        # nut frame centre height
+    sc = res.scen
+    p = sc.static_dims["p"]
+    h = sc.moving_dims["height"]
+    top = sc.static_dims["length"]
+    z = np.array(res.p_w)[:, 2] - res.model.bodies[0].com_part[2]        # nut frame centre height
     rot = np.array(res.rot_axis)
     engaged = np.nonzero(z - h / 2 <= top - p)[0]
     out = {"engaged_at_s": None, "advance_per_rev_m": None, "revolutions_measured": 0.0}

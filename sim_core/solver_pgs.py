@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import pmi
 from .math3d import skew
 
 
@@ -40,18 +39,34 @@ def contact_frames(n_w):
 
 
 @njit(cache=True)
-def contact_jacobians(x_w, n_w, p_w, R_wb):
-    """G_i = C_i^T J_i, (m,3,6), and the frames (m,3,3)."""
+def world_jacobians(x_w, n_w, body, other, p_w, R_wb):
+    """G_i = C_i^T (J_i(body) - J_i(other)), (m,3,6B), and the frames C_i (m,3,3): contact i
+    pushes `body[i]` along its normal and `other[i]` (``types.WORLD``: nothing) the other way.
+    J_i = [I, -R S(r_b)] maps a body's twist [v_w; w_b] to the world velocity of its point
+    x_w, r_b = R^T (x_w - p) (body axes), in that body's six columns."""
     m = x_w.shape[0]
     Cf = contact_frames(n_w)
-    G = np.empty((m, 3, 6))
+    G = np.zeros((m, 3, 6 * p_w.shape[0]))
+    J = np.zeros((3, 6))
     for i in range(m):
-        r_b = R_wb.T @ (x_w[i] - p_w)
-        J = np.zeros((3, 6))
-        J[:, :3] = np.eye(3)
-        J[:, 3:] = -R_wb @ skew(r_b)
-        G[i] = Cf[i].T @ J
+        for k in range(2):
+            j, sign = (body[i], 1.0) if k == 0 else (other[i], -1.0)
+            if j < 0:
+                continue
+            R = R_wb[j]
+            r_b = R.T @ (x_w[i] - p_w[j])
+            J[:, :3] = np.eye(3)
+            J[:, 3:] = -R @ skew(r_b)
+            G[i, :, 6 * j:6 * j + 6] += sign * (Cf[i].T @ J)
     return G, Cf
+
+
+def contact_jacobians(x_w, n_w, p_w, R_wb):
+    """``world_jacobians`` of one body's contacts with the world: G (m,3,6), frames (m,3,3)."""
+    m = x_w.shape[0]
+    return world_jacobians(np.ascontiguousarray(x_w, dtype=np.float64), np.ascontiguousarray(n_w, dtype=np.float64),
+                           np.zeros(m, np.int64), np.full(m, -1, np.int64), np.asarray(p_w, np.float64)[None],
+                           np.asarray(R_wb, np.float64)[None])
 
 
 @njit(cache=True)
@@ -72,11 +87,12 @@ def normal_targets(G, V_prev, d, T, beta):
 
 @njit(cache=True)
 def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
-    """Projected Gauss-Seidel; returns (lambda (m,3), V+ (6,), sweeps used)."""
+    """Projected Gauss-Seidel on the Delassus operator G A^-1 G^T of any n velocity
+    coordinates (G (m,3,n), A_inv (n,n)); returns (lambda (m,3), V+ (n,), sweeps used)."""
     m = G.shape[0]
     lam = lam0.copy()
     # Delassus diagonal blocks and the velocity map of each contact's force
-    AG = np.empty((m, 6, 3))
+    AG = np.empty((m, A_inv.shape[0], 3))
     W = np.empty((m, 3, 3))
     for i in range(m):
         AG[i] = A_inv @ G[i].T
@@ -120,30 +136,8 @@ def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     return lam, V, sweeps
 
 
-def solve(model, state, reps, F0: np.ndarray, B: np.ndarray):
-    """The solving stage: PMI system with the drive wrench F0 - B V+ and the contacts.
-
-    Returns (V_{k+1} (6,), contact wrench [f world; tau body] (6,), sweeps used, force at each
-    contact in world axes (m,3))."""
-    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
-    return solve_system(model, state, reps, A, b)
-
-
-def solve_system(model, state, reps, A: np.ndarray, b: np.ndarray):
-    """``solve`` for a given linear system  A V+ = b + contact terms  of the part."""
-    A_inv = np.linalg.inv(A)
-    V_free = A_inv @ b
-    if len(reps) == 0:
-        return V_free, np.zeros(6), 0, np.zeros((0, 3))
-    G, Cf = contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
-    c = model.contact
-    lam, V_next, sweeps = pgs(G, A_inv, V_free, state.V, reps.d, model.dt, c.mu, c.beta,
-                              c.pgs_iterations, c.pgs_tolerance, np.zeros((len(reps), 3)))
-    return V_next, contact_wrench(G, lam), sweeps, np.einsum("mij,mj->mi", Cf, lam)
-
-
 def contact_wrench(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Total contact wrench on the body, [f world; tau body], (6,)."""
+    """Total generalized contact force, (n,): per body [f world; tau body]."""
     if lam.shape[0] == 0:
-        return np.zeros(6)
+        return np.zeros(G.shape[2])
     return np.einsum("mij,mi->j", G, lam)

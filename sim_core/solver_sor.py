@@ -46,8 +46,7 @@ import math
 import numpy as np
 from numba import njit
 
-from . import pmi
-from .solver_pgs import contact_jacobians, contact_wrench, normal_targets  # noqa: F401 - re-exported
+from .solver_pgs import normal_targets
 
 OPEN, STICK, SLIP = 0, 1, 2
 N_COARSE = 24          # angles sampled to bracket the most dissipative slip direction
@@ -199,12 +198,14 @@ def _root_near(W, uf, s, mu, phi0):
 
 @njit(cache=True)
 def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
-    """Nonlinear block SOR (Algorithm 1).  G (m,3,6), A_inv (6,6), V_free = A^-1 b, bn (m,)
-    normal targets, lam0 (m,3) warm start; NC (6,) the C-space normal (all
-    zero: no C-space constraint), bC its velocity target, lamC0 its warm start.
+    """Nonlinear block SOR (Algorithm 1) on the Delassus operator G A^-1 G^T of any n velocity
+    coordinates.  G (m,3,n), A_inv (n,n), V_free = A^-1 b, bn (m,) normal targets, lam0 (m,3)
+    warm start; NC (n,) the C-space normal (all zero: no C-space constraint), bC its velocity
+    target, lamC0 its warm start.
 
-    Returns (lambda (m,3), lambda^C, V+ (6,), iterations used, residual, modes (m,))."""
+    Returns (lambda (m,3), lambda^C, V+ (n,), iterations used, residual, modes (m,))."""
     m = G.shape[0]
+    n = A_inv.shape[0]
     lam = lam0.copy()
     for i in range(m):               # a warm start outside the cone is projected onto it, so
         lam[i, 0] = max(lam[i, 0], 0.0)  # that every relaxed iterate stays inside (convex)
@@ -214,13 +215,15 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
             lam[i, 1] *= sc
             lam[i, 2] *= sc
     lamC = max(lamC0, 0.0)
-    AG = np.empty((m, 6, 3))
+    AG = np.empty((m, n, 3))
     W = np.empty((m, 3, 3))
     for i in range(m):
         AG[i] = A_inv @ G[i].T
         W[i] = G[i] @ AG[i]
-    cspace = (NC[0] != 0.0 or NC[1] != 0.0 or NC[2] != 0.0 or NC[3] != 0.0 or NC[4] != 0.0
-              or NC[5] != 0.0)
+    cspace = False
+    for j in range(n):
+        if NC[j] != 0.0:
+            cspace = True
     AN = A_inv @ NC
     wC = NC @ AN
     if not cspace:
@@ -239,7 +242,7 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
             Gi, Wi, AGi, li = G[i], W[i], AG[i], lam[i]
             for r in range(3):           # uf = G_i V - W_i lambda_i, without temporaries
                 acc = 0.0
-                for j in range(6):
+                for j in range(n):
                     acc += Gi[r, j] * V[j]
                 uf[r] = acc - (Wi[r, 0] * li[0] + Wi[r, 1] * li[1] + Wi[r, 2] * li[2])
             modes[i] = _single(Wi, uf, bn[i], mu, star)
@@ -251,7 +254,7 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
             li[0] += d0
             li[1] += d1
             li[2] += d2
-            for j in range(6):
+            for j in range(n):
                 V[j] += AGi[j, 0] * d0 + AGi[j, 1] * d1 + AGi[j, 2] * d2
         if cspace:
             vC = NC @ V - wC * lamC          # line 7: v^C without the virtual force
@@ -290,60 +293,30 @@ def residuals(G, A_inv, V, bn, mu, lam):
     return max(sig, 0.0), comp, max(cone, 0.0), max(neg, 0.0), diss
 
 
-def solve(model, state, reps, F0: np.ndarray, B: np.ndarray, warm=None, cspace=None):
-    """The solving stage with the seed's solver: PMI system with the drive wrench F0 - B V+,
-    the contacts ``reps`` and, if given, the C-space constraint ``cspace`` = (N^C (6,), b^C).
-
-    ``warm``: (x_w (k,3), f_w (k,3), lamC) forces of the previous step; each contact starts
-    from the force of the nearest previous contact within ``WARM_RADIUS``.
-    Returns (V+ (6,), contact wrench (6,), iterations, forces at the contacts in world axes
-    (m,3), lambda^C)."""
-    A, b = pmi.system(model.mass, model.inertia_b, state.V, model.dt, F0, B)
-    return solve_system(model, state, reps, A, b, warm, cspace)
-
-
-def solve_system(model, state, reps, A: np.ndarray, b: np.ndarray, warm=None, cspace=None):
-    """``solve`` for a given linear system  A V+ = b + contact terms  of the part (the part
-    alone, or with the arm folded in: ``sim_core.complete``)."""
-    A_inv = np.linalg.inv(A)
-    V_free = A_inv @ b
-    c = model.contact
-    NC, bC = (np.zeros(6), 0.0) if cspace is None else (np.asarray(cspace[0], float), float(cspace[1]))
-    m = len(reps)
-    if m == 0 and cspace is None:
-        return V_free, np.zeros(6), 0, np.zeros((0, 3)), 0.0
-    if m:
-        G, Cf = contact_jacobians(reps.x_w, reps.n_w, state.p_w, state.R_wb)
-    else:
-        G, Cf = np.zeros((0, 3, 6)), np.zeros((0, 3, 3))
-    lam0, lamC0 = warm_start(reps, Cf, warm)
-    bn = normal_targets(G, state.V, reps.d, model.dt, c.beta)
-    lam, lamC, V_next, its, _, _ = sor(G, A_inv, V_free, bn, c.mu, c.sor_relaxation,
-                                       c.sor_iterations, c.sor_tolerance, lam0, NC, bC, lamC0)
-    wrench = contact_wrench(G, lam) + NC * lamC
-    return V_next, wrench, its, np.einsum("mij,mj->mi", Cf, lam), lamC
-
-
 WARM_RADIUS = 2e-3     # m: a previous contact this close is taken as the same contact
+BODY_APART = 1e3       # m: the shift that keeps different bodies' contacts from matching
 
 
-def warm_start(reps, Cf: np.ndarray, warm) -> tuple[np.ndarray, float]:
-    """Initial forces from the previous step's (positions, world forces, lambda^C)."""
-    m = len(reps)
+def warm_start(contacts, Cf: np.ndarray, warm) -> tuple[np.ndarray, float]:
+    """Initial forces from the previous step's (``types.Warm``): each contact starts from the
+    force of the nearest previous contact on the same body within ``WARM_RADIUS``."""
+    m = len(contacts)
     lam0 = np.zeros((m, 3))
     if warm is None:
         return lam0, 0.0
-    x_prev, f_prev, lamC = warm
-    if m and len(x_prev):
+    if m and len(warm.x_w):
+        # contacts of different bodies never match: each body's points are shifted far apart
+        x_now = contacts.x_w + BODY_APART * contacts.bodies()[:, None]
+        x_prev = warm.x_w + BODY_APART * warm.body[:, None]
         if m * len(x_prev) <= 4096:             # a few clusters: all pairs
-            d2 = ((reps.x_w[:, None, :] - x_prev[None, :, :]) ** 2).sum(-1)
+            d2 = ((x_now[:, None, :] - x_prev[None, :, :]) ** 2).sum(-1)
             j = d2.argmin(1)
             near = d2[np.arange(m), j] < WARM_RADIUS ** 2
         else:                                   # every contact node (reference runs): a k-d tree
             from scipy.spatial import cKDTree
-            dist, j = cKDTree(x_prev).query(reps.x_w, distance_upper_bound=WARM_RADIUS)
+            dist, j = cKDTree(x_prev).query(x_now, distance_upper_bound=WARM_RADIUS)
             near = np.isfinite(dist)
             j = np.where(near, j, 0)
-        lam0[near] = np.einsum("mji,mj->mi", Cf[near], f_prev[j[near]])
+        lam0[near] = np.einsum("mji,mj->mi", Cf[near], warm.f_w[j[near]])
         lam0[:, 0] = np.maximum(lam0[:, 0], 0.0)
-    return lam0, float(lamC)
+    return lam0, float(warm.lam_c)

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import broadphase, clustering_in, detection, solver_sor
-from .model import State
+from . import clustering_in, collision, contact_solve
+from .types import BodyPose
 
 ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (the default learned_fallback_depth)
 ROLLOUT_FIT_SEEDS = 10      # rollouts fit on perturbed starts 10, 11, ... and validate on 20, 21, ...
@@ -102,11 +102,9 @@ def prepare(model, data, idx) -> list:
         j = i + w
         if j > len(data) or data.episode[j - 1] != data.episode[i]:
             continue
-        st = State(float(data.t[i]), data.p_w[i].copy(), quat_to_matrix(data.q_wb[i]),
-                   np.concatenate([data.v_w[i], data.w_b[i]]))
-        reach = detection.reach(model, st)
-        ci, x_s = broadphase.candidates(model, st, reach)
-        nodes, _ = detection.detect(model, x_s, reach, ci)
+        st = BodyPose(float(data.t[i]), data.p_w[i].copy(), quat_to_matrix(data.q_wb[i]),
+                      np.concatenate([data.v_w[i], data.w_b[i]]))
+        nodes = collision.DETECTORS["nodes_sdf"](model.bodies[0], model.shapes[0], model.contact, st, model.dt).nodes
         if len(nodes):
             out.append((st, data.f_ext[i:j].mean(0), nodes, data.wrench[i:j].mean(0)))
     return out
@@ -128,7 +126,8 @@ def wrench_errors(model, samples, clusterer) -> np.ndarray:
     for k, s in enumerate(samples):
         st, _, nodes, ref = s
         reps = clusterer(s)
-        V1, w = solver_sor.solve(model, st, reps, s[1], np.zeros((6, 6)))[:2]
+        sol = contact_solve.solve_body(model.contact, reps, model.bodies[0], st, s[1], np.zeros((6, 6)), model.dt)
+        V1, w = sol.V, sol.generalized
         e = w - ref
         r = nodes.x_w - st.p_w
         v = V1[:3] + np.cross(st.R_wb @ V1[3:], r)
@@ -145,7 +144,7 @@ def loss(model, samples, theta, pen: float = 0.0) -> float:
 def loss_of(model, samples, net, pen: float = 0.0) -> float:
     """RMS of the force and torque errors (N), plus `pen` (N/m) times the deepening."""
     e = wrench_errors(model, samples,
-                      lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model))
+                      lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model.shapes[0], model.bodies[0].node_nb))
     return float(np.sqrt(np.mean(e[:, 0] ** 2 + e[:, 1] ** 2 + (pen * e[:, 2]) ** 2) / 2))
 
 
@@ -171,7 +170,7 @@ def rollout_models(task: str, seeds, seconds: float, parts: tuple[str, str] | No
         cfg["contact"]["clustering"] = "kmeans"          # the candidate networks are passed in
         cfg["contact"]["learned_fallback_depth"] = 1.0   # m: never
         model, state = scenario.build(cfg, f"{task} (rollout, perturbed start {seed})")
-        out.append((model, state, int(round(seconds / model.dt))))
+        out.append((model, scenario.record(cfg), state, int(round(seconds / model.dt))))
     return out
 
 
@@ -181,22 +180,19 @@ def rollout_excess(rollouts: list, net) -> float:
     see, since the drift states of a closed-loop run are not in the reference data."""
     from dataclasses import replace
 
-    from . import complete, pipeline, scenario
+    from . import scenario
+    from . import step as step_mod
     if not rollouts:
         return 0.0
     tot = 0.0
-    for model, state, n in rollouts:
-        m = replace(model, clustering_net=net, contact=replace(model.contact, clustering="learned"))
-        full = complete.start(m.arm, state) if m.arm is not None else None
+    for model, scen, state, n in rollouts:
+        m = replace(model, pairs=tuple(replace(p, clustering_net=net) for p in model.pairs),
+                    contact=replace(model.contact, clustering="learned"))
         st, worst = state, 0.0
         try:
             for _ in range(n):
-                inp = scenario.inputs_at(m, st.t)
-                if full is not None:
-                    full, info = complete.step(m, m.arm, full, inp)
-                    st, info = full.part, info.step
-                else:
-                    st, info = pipeline.step(m, st, inp)
+                inp = scenario.inputs_at(scen, st.t)
+                st, info = step_mod.step(m, st, inp)
                 worst = max(worst, info.max_penetration)
                 if worst > ROLLOUT_ABORT or not np.all(np.isfinite(st.V)):
                     worst = max(worst, ROLLOUT_ABORT)
@@ -255,9 +251,9 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
                          "(the fitting and the validation starts would overlap)")
     parts = (data.meta["static"], data.meta["moving"])
     try:
-        fit_roll = rollout_models(model.task, range(ROLLOUT_FIT_SEEDS, ROLLOUT_FIT_SEEDS + nr),
+        fit_roll = rollout_models(data.meta["task"], range(ROLLOUT_FIT_SEEDS, ROLLOUT_FIT_SEEDS + nr),
                                   settings.rollout_seconds, parts)
-        val_roll = rollout_models(model.task, range(ROLLOUT_VAL_SEEDS, ROLLOUT_VAL_SEEDS + nr),
+        val_roll = rollout_models(data.meta["task"], range(ROLLOUT_VAL_SEEDS, ROLLOUT_VAL_SEEDS + nr),
                                   settings.rollout_seconds, parts)
     except ValueError as e:
         raise ValueError(f"{data_path}: {e}") from None
@@ -280,7 +276,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
         es = cma.CMAEvolutionStrategy(x0, settings.sigma0, opts)
     n = len(samples)
     evaluate, pool = _evaluator(settings, model, samples, fit_roll)
-    bar = Progress(settings.generations, f"train clustering ({model.task})") if progress else None
+    bar = Progress(settings.generations, f"train clustering ({data.meta['task']})") if progress else None
     t0 = time.perf_counter()
     try:
         while es.countiter < settings.generations:
@@ -307,8 +303,8 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     deltas = {d: r + rw * x for d, (r, x) in parts_by_delta.items()}
     net.delta = min(deltas, key=deltas.get)
     replay_loss, val_excess = parts_by_delta[net.delta]
-    clustering_in.save(out.with_suffix(".npz"), net, model.task)
-    rep = {"task": model.task, "data": str(data_path), "train_samples_in_contact": n,
+    clustering_in.save(out.with_suffix(".npz"), net, data.meta["task"])
+    rep = {"task": data.meta["task"], "data": str(data_path), "train_samples_in_contact": n,
            "validation_samples": len(val), "generations": int(es.countiter), "popsize": int(es.popsize),
            "best_batch_loss_N": float(es.result.fbest), "best_loss_N": float(best[0]),
            "best_generation": best[2], "start_validation_loss_N": float(start_loss),
@@ -321,7 +317,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
            if nr else None,
            "delta_m": net.delta, "validation_loss_N": float(deltas[net.delta]),
            "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
-           "replay_dt_s": model.dt, "detector": model.sdf.__class__.__name__,
+           "replay_dt_s": model.dt, "detector": model.shapes[0].sdf.__class__.__name__,
            "seed": settings.seed, "seconds": round(time.perf_counter() - t0, 1)}
     out.with_suffix(".json").write_text(json.dumps(rep, indent=1) + "\n")
     return rep

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import broadphase, cspace
 from .math3d import exp_so3, log_so3
-from .model import State
+from .types import BodyPose
 
 NEAR_P, NEAR_R = 2e-5, 1e-4      # m, rad: "near the surface" perturbation sizes (held-out report)
 SCALE_P = (3e-7, 1e-4)           # m, range of the translation perturbation sizes (log-uniform)
@@ -49,10 +49,11 @@ def base_configurations(task: str) -> tuple[object, dict, list]:
     cfg = config_mod.load(scenario_path(task))
     cfg["contact"]["cspace"] = "off"            # the data comes from the N-space model alone
     model, state = scenario.build(cfg, str(scenario_path(task)))
+    shape = model.shapes[0]
     poses = []
-    scenario.simulate(model, state, cfg["scenario"]["duration"],
+    scenario.simulate(model, scenario.record(cfg), state,
                       on_step=lambda prev, inp, nxt, info: poses.append(
-                          (model.R_ws.T @ (nxt.p_w - model.p_ws), model.R_ws.T @ nxt.R_wb)))
+                          (shape.R_ws.T @ (nxt.p_w[0] - shape.p_ws), shape.R_ws.T @ nxt.R_wb[0])))
     return model, cfg, poses
 
 
@@ -81,11 +82,12 @@ def label(model, P, R, progress=None) -> np.ndarray:
     """1 where the configuration is collision-free (no node inside the static part by the
     exact SDF), 0 where it collides."""
     out = np.empty(len(P))
-    exact = model.sdf_exact
+    body, shape = model.bodies[0], model.shapes[0]
+    exact = shape.sdf_exact
     for i in range(len(P)):
-        p_w = model.R_ws @ P[i] + model.p_ws
-        st = State(0.0, p_w, model.R_ws @ R[i], np.zeros(6))
-        _, x_s = broadphase.candidates(model, st, 0.0)
+        p_w = shape.R_ws @ P[i] + shape.p_ws
+        st = BodyPose(0.0, p_w, shape.R_ws @ R[i], np.zeros(6))
+        _, x_s = broadphase.candidates(body, shape, st, model.contact.margin, 0.0)
         out[i] = 1.0 if x_s.shape[0] == 0 or exact.query(x_s)[0].min() >= 0.0 else 0.0
         if progress is not None and i % 200 == 0:
             progress(i)
@@ -107,7 +109,7 @@ def train(task: str, settings: CSpaceSettings | None = None, progress: bool = Tr
     y = label(model, P, R, bar)
     if bar:
         bar(s.samples)
-    kind = cspace.TASK_KIND[model.task]
+    kind = cspace.TASK_KIND[task]
     parts = profiles.all_parts()
     static, moving = parts[cfg["parts"]["static"]], parts[cfg["parts"]["moving"]]
     lead, pitch = (static.thread.c, static.thread.p) if kind == "nut" else (0.0, 1.0)

@@ -143,7 +143,7 @@ def test_admittance_settles_without_overshoot_beyond_the_linear_prediction(axis,
     predicted = _linear_overshoot(arm, q, gains, step6)
     xs = []
     for _ in range(300):
-        q, v, _ = control.step(arm, q, v, 0.01, R0, p0 + step6[:3], np.zeros(6), gains)
+        q, v, _, _ = control.step(arm, q, v, 0.01, R0, p0 + step6[:3], np.zeros(6), gains)
         xs.append(arm.tcp_pose(q)[1][axis] - p0[axis])
     overshoot = 100 * (max(x / size for x in xs) - 1)
     assert overshoot <= predicted + OVERSHOOT_SLACK, (overshoot, predicted)
@@ -161,7 +161,7 @@ def test_torque_and_joint_limits_hold_for_an_unreachable_set_pose():
     far = p0 + np.array([0.0, 0.0, 2.0])                         # 2 m up: out of reach
     worst_tau, worst_lim, worst_v = 0.0, -np.inf, 0.0
     for _ in range(300):
-        q, v, tau = control.step(arm, q, v, 0.01, R0, far, np.zeros(6), gains)
+        q, v, tau, _ = control.step(arm, q, v, 0.01, R0, far, np.zeros(6), gains)
         worst_tau = max(worst_tau, float(np.max(np.abs(tau) / arm.tau_max)))
         worst_v = max(worst_v, float(np.max(np.abs(v) / arm.v_max)))
         a = arm.angles(q)
@@ -202,9 +202,11 @@ def test_infinite_turn_gripper_turns_the_tool_while_the_wrist_holds_still():
     gains = control.AdmittanceGains()
     w = -2 * np.pi
     turned, prev = 0.0, a0[7]
+    home = None                      # the controller's latch, kept from step to step
     for k in range(500):
         R_set = rot_axis_angle([0, 0, 1], w * (k + 1) * 0.01) @ R0
-        q, v, _ = control.step(arm, q, v, 0.01, R_set, p0, np.array([0, 0, 0, 0, 0, w]), gains)
+        q, v, _, home = control.step(arm, q, v, 0.01, R_set, p0, np.array([0, 0, 0, 0, 0, w]), gains,
+                                     flange_home=home)
         a = arm.angles(q)
         turned += math.remainder(a[7] - prev, 2 * np.pi)
         prev = a[7]

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from collections import namedtuple
+
 from sim_core import broadphase, clustering_in as CI, detection, scenario
+from sim_core.types import BodyPose
+
+Pair = namedtuple("Pair", "body shape")
 
 REF_TOL = 1e-12      # float64 paths that only regroup sums: rounding only
 SCORE_TOL = 2e-4     # the fast path's pair block is float32 (relative 6e-8 per operation, over
@@ -18,13 +23,15 @@ def engaged():
     model, state, cfg = scenario.load("bolting")
     cfg["arm"]["robot"] = "off"
     model, state = scenario.build(cfg)
-    res = scenario.simulate(model, state, 2.5)
-    st = res.final
-    ci, x_s = broadphase.candidates(model, st, detection.reach(model, st))
-    nodes, _ = detection.detect(model, x_s, detection.reach(model, st), ci)
+    res = scenario.simulate(model, scenario.record(cfg), state, 2.5)
+    st = res.final.body(0)
+    body, shape = model.bodies[0], model.shapes[0]
+    reach = detection.reach(body, model.contact, st, model.dt)
+    ci, x_s = broadphase.candidates(body, shape, st, model.contact.margin, reach)
+    nodes, _ = detection.detect(shape, x_s, reach, ci)
     near = nodes.d < 3e-4                                # the touching ones, not the speculative
-    from sim_core.model import Contacts
-    return model, st, Contacts(nodes.x_w[near], nodes.n_w[near], nodes.d[near], nodes.idx[near])
+    from sim_core.types import Contacts
+    return Pair(body, shape), st, Contacts(nodes.x_w[near], nodes.n_w[near], nodes.d[near], nodes.idx[near])
 
 
 def test_parameter_vector_round_trips():
@@ -39,7 +46,7 @@ def test_parameter_vector_round_trips():
 def test_fast_weights_equal_the_plain_formula(engaged):
     model, st, nodes = engaged
     net = CI.INClustering.initial(1, scale=1.0)
-    X = CI.node_features(nodes.x_w, st, np.array([1.0, -2.0, -14.0, 0.01, 0.02, 0.3]), model)
+    X = CI.node_features(nodes.x_w, st, np.array([1.0, -2.0, -14.0, 0.01, 0.02, 0.3]), model.shape)
     nb = CI._neighbours(nodes.x_w, CI.K_NEIGHBOURS)
     W = CI.cluster_weights(net, X, nb)
     Wr = CI.weights_reference(net, X, nb)
@@ -52,9 +59,9 @@ def test_fast_weights_equal_the_plain_formula(engaged):
 def test_fast_features_and_normal_angles_equal_the_plain_formulas(engaged):
     model, st, nodes = engaged
     f = np.array([1.0, -2.0, -14.0, 0.01, 0.02, 0.3])
-    st = scenario.State(st.t, st.p_w, st.R_wb, np.array([0.01, -0.02, 0.003, 0.5, -0.2, 3.0]))
-    X = CI.node_features(nodes.x_w, st, f, model)
-    assert np.abs(X - CI.node_features_reference(nodes.x_w, st, f, model)).max() < REF_TOL
+    st = BodyPose(st.t, st.p_w, st.R_wb, np.array([0.01, -0.02, 0.003, 0.5, -0.2, 3.0]))
+    X = CI.node_features(nodes.x_w, st, f, model.shape)
+    assert np.abs(X - CI.node_features_reference(nodes.x_w, st, f, model.shape)).max() < REF_TOL
     net = CI.INClustering.initial(1, scale=1.0)
     Xr = np.hstack([X[:CI.M_C], nodes.n_w[:CI.M_C]])
     w = net.w
@@ -80,11 +87,11 @@ def test_neighbour_search_is_exact(engaged, shape):
     ref = np.sort(cKDTree(x).query(x, k=k + 1)[0][:, 1:], axis=1)
     searches = [CI._neighbours(x, CI.K_NEIGHBOURS)]
     if idx is not None:
-        searches.append(CI._neighbours(x, CI.K_NEIGHBOURS, idx, model.node_nb))
+        searches.append(CI._neighbours(x, CI.K_NEIGHBOURS, idx, model.body.node_nb))
         sub = np.arange(0, len(x), 7)                    # a sparse subset: the table's rows run short
         xs = x[sub]
         ks = min(CI.K_NEIGHBOURS, len(sub) - 1)
-        nb = CI._neighbours(xs, CI.K_NEIGHBOURS, idx[sub], model.node_nb)
+        nb = CI._neighbours(xs, CI.K_NEIGHBOURS, idx[sub], model.body.node_nb)
         d = np.linalg.norm(xs[nb] - xs[:, None], axis=2)
         assert np.allclose(d, cKDTree(xs).query(xs, k=ks + 1)[0][:, 1:], atol=1e-12)
     for nb in searches:
@@ -112,19 +119,19 @@ def test_representatives_are_tilted_averages_with_the_surface_normal_turned(enga
     model, st, nodes = engaged
     net = CI.INClustering.initial(2, scale=1.0)                 # turns of a visible size
     f_ext = np.zeros(6)
-    reps = CI.cluster(net, nodes, st, f_ext, model)
+    reps = CI.cluster(net, nodes, st, f_ext, model.shape, model.body.node_nb)
     assert len(reps) == CI.M_C
-    X = CI.node_features(nodes.x_w, st, f_ext, model)
-    Y = CI.cluster_scores(net, X, CI._neighbours(nodes.x_w, CI.K_NEIGHBOURS, nodes.idx, model.node_nb))
+    X = CI.node_features(nodes.x_w, st, f_ext, model.shape)
+    Y = CI.cluster_scores(net, X, CI._neighbours(nodes.x_w, CI.K_NEIGHBOURS, nodes.idx, model.body.node_nb))
     xr, _, dr = CI._tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, CI.SOFT_MIN_DEPTH)
     assert np.abs(reps.x_w - xr).max() < 1e-15 and np.abs(reps.d - dr).max() < 1e-18
     assert reps.d.min() >= nodes.d.min() - 1e-12 and reps.d.max() <= nodes.d.max() + 1e-12
-    _, g = model.sdf.query((reps.x_w - model.p_ws) @ model.R_ws)
-    n0 = g @ model.R_ws.T
-    Xr = np.hstack([CI.node_features(reps.x_w, st, f_ext, model), n0])
+    _, g = model.shape.sdf.query((reps.x_w - model.shape.p_ws) @ model.shape.R_ws)
+    n0 = g @ model.shape.R_ws.T
+    Xr = np.hstack([CI.node_features(reps.x_w, st, f_ext, model.shape), n0])
     ang = CI._normal_angles_reference(net, Xr)
     assert np.abs(ang).max() > 1e-3
-    assert np.abs(reps.n_w - CI._rotate_all(n0, ang[:, 0], ang[:, 1], model.R_ws[:, 2].copy())).max() < 1e-9
+    assert np.abs(reps.n_w - CI._rotate_all(n0, ang[:, 0], ang[:, 1], model.shape.R_ws[:, 2].copy())).max() < 1e-9
     assert np.allclose(np.linalg.norm(reps.n_w, axis=1), 1.0)
 
 
@@ -155,7 +162,7 @@ def test_initial_weights_already_partition_the_contact_set(engaged):
     """The seeded start puts each representative on its own group of nodes: the 12 are
     spread over the contact set, not piled at its centroid."""
     model, st, nodes = engaged
-    reps = CI.cluster(CI.INClustering.initial(0), nodes, st, np.zeros(6), model)
+    reps = CI.cluster(CI.INClustering.initial(0), nodes, st, np.zeros(6), model.shape, model.body.node_nb)
     spread = np.linalg.norm(reps.x_w - reps.x_w.mean(0), axis=1).mean()
     node_spread = np.linalg.norm(nodes.x_w - nodes.x_w.mean(0), axis=1).mean()
     assert spread > 0.5 * node_spread

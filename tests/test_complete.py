@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
-from sim_core import complete, scenario  # noqa: E402
+from sim_core import scenario  # noqa: E402
+from sim_core import step as step_mod  # noqa: E402
 
 GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of contact stretch it 0.3 mm
 
@@ -16,13 +17,13 @@ GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of cont
 def runs():
     out = {}
     for name in ("peg_in_hole", "bolting"):
-        model, state, cfg = scenario.load(name)
+        model, full, cfg = scenario.load(name)
+        scen = scenario.record(cfg)
         grasp = []
-        full = complete.start(model.arm, state)
         a0 = model.arm.arm.angles(full.q)
         prev, turned, wrist = a0, 0.0, 0.0
         for _ in range(int(round(cfg["scenario"]["duration"] / model.dt))):
-            full, info = complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
+            full, info = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
             grasp.append(info.grasp_error)
             a = model.arm.arm.angles(full.q)
             if name == "bolting":
@@ -43,19 +44,20 @@ def test_default_scenarios_hold_the_part_with_the_arm(runs):
 
 def test_the_arm_run_is_the_scenario_run():
     """scenario.simulate steps the same complete simulation (same numbers, bit for bit)."""
-    model, state, _ = scenario.load("peg_in_hole")
-    res = scenario.simulate(model, state, 0.3)
-    full = complete.start(model.arm, state)
+    model, state, cfg = scenario.load("peg_in_hole")
+    scen = scenario.record(cfg)
+    res = scenario.simulate(model, scen, state, 0.3)
+    full = state
     for _ in range(30):
-        full, _ = complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
-    assert np.array_equal(res.final.p_w, full.part.p_w)
+        full, _ = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
+    assert np.array_equal(res.final.p_w, full.p_w) and np.array_equal(res.final.q, full.q)
 
 
 def test_gripper_turns_the_nut_five_times_while_the_wrist_holds(runs):
     model, full, _, turned, wrist = runs["bolting"]
     assert abs(turned / (2 * np.pi) - 5.0) < 0.05, turned / (2 * np.pi)   # the waypoints' five turns
     assert wrist < 0.05                        # rad: joint 7 did not do the turning
-    assert abs(full.part.R_wb[2, 2] - 1.0) < 1e-3      # the nut stays upright on the bolt
+    assert abs(full.R_wb[0, 2, 2] - 1.0) < 1e-3      # the nut stays upright on the bolt
 
 
 def test_the_drive_stays_selectable():
@@ -63,7 +65,7 @@ def test_the_drive_stays_selectable():
     cfg["arm"]["robot"] = "off"
     model, state = scenario.build(cfg, "bolting (drive)")
     assert model.arm is None
-    res = scenario.simulate(model, state, 0.2)
+    res = scenario.simulate(model, scenario.record(cfg), state, 0.2)
     assert np.all(np.isfinite(res.final.p_w))
 
 
@@ -74,29 +76,30 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     k-means' deepest members."""
     from dataclasses import replace
 
-    from sim_core import broadphase, clustering, detection, pipeline
+    from sim_core import clustering, collision
     for name in ("peg_in_hole", "bolting"):
         model, _, _ = scenario.load(name)
-        assert model.contact.clustering == "patches" and model.clustering_net is None, name
-        assert model.node_patch.shape == (len(model.nodes_b),) and model.node_patch.max() == 11
-    model, state, _ = scenario.load("bolting")
-    st = scenario.simulate(model, state, 2.0).final               # landed on the thread
-    reach = detection.reach(model, st)
-    ci, x_s = broadphase.candidates(model, st, reach)
-    nodes = detection.predict(model, st, detection.detect(model, x_s, reach, ci)[0])   # as a step does
+        body = model.bodies[0]
+        assert model.contact.clustering == "patches" and model.pairs[0].clustering_net is None, name
+        assert body.node_patch.shape == (len(body.nodes_b),) and body.node_patch.max() == 11
+    model, state, cfg = scenario.load("bolting")
+    st = scenario.simulate(model, scenario.record(cfg), state, 2.0).final      # landed on the thread
+    body, shape = model.bodies[0], model.shapes[0]
+    nodes = collision.nodes_sdf(body, shape, model.contact, st.body(0), model.dt).nodes   # as a step does
     deepest = -float(nodes.d.min())
     assert 0.0 < deepest < model.contact.fallback_depth
-    direct = clustering.patches(nodes, model.node_patch, 12, model.R_ws, model.p_ws)
+    direct = clustering.patches(nodes, body.node_patch, 12, shape.R_ws, shape.p_ws)
     assert 12 <= len(direct) < len(nodes)       # one per (patch, normal bin) touched
     cases = ((deepest * 1.01, direct, False),
-             (deepest * 0.99, clustering.patches(nodes, model.node_patch, 12, model.R_ws, model.p_ws, deepest * 0.99), True),
-             (deepest / pipeline.PATCH_KMEANS_FACTOR * 0.99,
+             (deepest * 0.99, clustering.patches(nodes, body.node_patch, 12, shape.R_ws, shape.p_ws, deepest * 0.99), True),
+             (deepest / clustering.PATCH_KMEANS_FACTOR * 0.99,
               clustering.kmeans(nodes, 12, model.contact.normal_scale, "deepest"), True))
+    scen = scenario.record(cfg)
     for depth, want, deep in cases:
         m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
-        reps = pipeline.contacts_at(m2, st)[0]
+        reps = step_mod.collide(m2, st, m2.dt).contacts
         assert np.array_equal(reps.x_w, want.x_w) and np.array_equal(reps.n_w, want.n_w), depth
-        assert pipeline.step(m2, st, scenario.inputs_at(m2, st.t))[1].fallback is deep
+        assert step_mod.step(m2, st, scenario.inputs_at(scen, st.t))[1].fallback is deep
     assert len(cases[1][1]) == len(direct) + 1 and np.isin(nodes.d.min(), cases[1][1].d)
 
 
@@ -107,83 +110,85 @@ def test_learned_clustering_contacts_are_the_networks():
     and the step says so.  k-means stays selectable."""
     from dataclasses import replace
 
-    from sim_core import broadphase, clustering, clustering_in, detection, pipeline
+    from sim_core import clustering, clustering_in, collision
     for name in ("peg_in_hole", "bolting"):
         _, _, cfg = scenario.load(name)
         cfg["contact"]["clustering"] = "learned"
         model, _ = scenario.build(cfg, name)
-        assert model.contact.clustering == "learned" and model.clustering_net is not None, name
+        assert model.contact.clustering == "learned" and model.pairs[0].clustering_net is not None, name
     _, _, cfg = scenario.load("bolting")
     cfg["contact"]["clustering"] = "learned"
     model, state = scenario.build(cfg, "bolting (learned)")
-    st = scenario.simulate(model, state, 2.0).final               # landed on the thread
+    scen = scenario.record(cfg)
+    body, shape, net = model.bodies[0], model.shapes[0], model.pairs[0].clustering_net
+    st = scenario.simulate(model, scen, state, 2.0).final               # landed on the thread
     f_ext = np.array([0.5, -0.3, -12.0, 0.0, 0.0, 0.2])
 
     def detected(st):
-        reach = detection.reach(model, st)
-        ci, x_s = broadphase.candidates(model, st, reach)
-        return detection.predict(model, st, detection.detect(model, x_s, reach, ci)[0])   # as a step does
+        return collision.nodes_sdf(body, shape, model.contact, st.body(0), model.dt).nodes   # as a step does
     for _ in range(50):         # the first landed state the networks take (shallower than the safety net)
         nodes = detected(st)
         if 0.0 < -float(nodes.d.min()) < model.contact.fallback_depth:
             break
-        st = pipeline.step(model, st, scenario.inputs_at(model, st.t))[0]
+        st = step_mod.step(model, st, scenario.inputs_at(scen, st.t))[0]
     deepest = -float(nodes.d.min())
     assert len(nodes) > clustering_in.M_C and 0.0 < deepest < model.contact.fallback_depth
-    reps = pipeline.contacts_at(model, st, f_ext)[0]
-    direct = clustering_in.cluster(model.clustering_net, nodes, st, f_ext, model)
+    reps = step_mod.collide(model, st, model.dt, f_ext[None]).contacts
+    direct = clustering_in.cluster(net, nodes, st.body(0), f_ext, shape, body.node_nb)
     assert len(reps) == clustering_in.M_C
     assert np.array_equal(reps.x_w, direct.x_w) and np.array_equal(reps.n_w, direct.n_w)
-    assert not pipeline.step(model, st, scenario.inputs_at(model, st.t))[1].fallback
+    assert not step_mod.step(model, st, scenario.inputs_at(scen, st.t))[1].fallback
     # the same state with the safety depth just above and just below its deepest node
-    for depth, net in ((deepest * 1.01, True), (deepest * 0.99, False)):
+    for depth, use_net in ((deepest * 1.01, True), (deepest * 0.99, False)):
         m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
-        reps = pipeline.contacts_at(m2, st, f_ext)[0]
-        want = direct if net else clustering.kmeans(nodes, m2.contact.clusters, m2.contact.normal_scale, "deepest")
+        reps = step_mod.collide(m2, st, m2.dt, f_ext[None]).contacts
+        want = direct if use_net else clustering.kmeans(nodes, m2.contact.clusters, m2.contact.normal_scale, "deepest")
         assert np.array_equal(reps.x_w, want.x_w) and np.array_equal(reps.n_w, want.n_w), depth
-        assert pipeline.step(m2, st, scenario.inputs_at(m2, st.t))[1].fallback is not net
+        assert step_mod.step(m2, st, scenario.inputs_at(scen, st.t))[1].fallback is not use_net
     for how in ("kmeans", "kmeans_centroid"):
         cfg["contact"]["clustering"] = how
         m2, s2 = scenario.build(cfg, f"bolting ({how})")
-        assert m2.clustering_net is None
-        assert np.all(np.isfinite(scenario.simulate(m2, s2, 0.3).final.p_w))
+        assert m2.pairs[0].clustering_net is None
+        assert np.all(np.isfinite(scenario.simulate(m2, scen, s2, 0.3).final.p_w))
 
 
 def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
     """The learned clustering's f input is the drive's pull F0 - B V on the part (part alone)
     and the grasp's wrench G^T (K_c e + (K_c T/2 + D_c) e_dot) in the complete step, computed
     here independently from the arm's forward kinematics."""
-    from sim_core import clustering_in, drive, pipeline
+    from sim_core import clustering_in, dynamics
     from sim_core.math3d import log_so3
     seen = []
     real = clustering_in.cluster
-    monkeypatch.setattr(clustering_in, "cluster", lambda net, nodes, st, f, model, **k: seen.append(f.copy()) or real(net, nodes, st, f, model, **k))
+    monkeypatch.setattr(clustering_in, "cluster", lambda net, nodes, st, f, shape, *a, **k: seen.append(f.copy()) or real(net, nodes, st, f, shape, *a, **k))
     _, _, cfg = scenario.load("peg_in_hole")
     cfg["contact"]["clustering"] = "learned"
     cfg["arm"]["robot"] = "off"
     model, state = scenario.build(cfg, "peg (drive, learned)")
-    st = scenario.simulate(model, state, 1.2).final                 # in the bore
-    inp = scenario.inputs_at(model, st.t)
+    scen = scenario.record(cfg)
+    st = scenario.simulate(model, scen, state, 1.2).final                 # in the bore
+    inp = scenario.inputs_at(scen, st.t)
     seen.clear()
-    pipeline.step(model, st, inp)
-    F0, B = drive.linearize(model, st, inp)
-    assert len(seen) == 1 and np.allclose(seen[0], F0 - B @ st.V, rtol=0, atol=1e-12)
+    step_mod.step(model, st, inp)
+    F0, B = dynamics.drive_terms(model.drive.K[0], model.drive.D[0], model.dt, st.p_w[0], st.R_wb[0], st.V[0],
+                                 inp.p_set_w[0], inp.R_set_w[0], inp.v_set_w[0], inp.w_set_w[0], inp.f_ext[0])
+    assert len(seen) == 1 and np.allclose(seen[0], F0 - B @ st.V[0], rtol=0, atol=1e-12)
     cfg["arm"]["robot"] = "panda"
-    model, state = scenario.build(cfg, "peg (arm, learned)")
-    full = complete.start(model.arm, state)
+    model, full = scenario.build(cfg, "peg (arm, learned)")
     for _ in range(120):
-        full, _ = complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
+        full, _ = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
     seen.clear()
-    complete.step(model, model.arm, full, scenario.inputs_at(model, full.part.t))
-    s, arm, part, T = model.arm, model.arm.arm, full.part, model.dt
+    step_mod.step(model, full, scenario.inputs_at(scen, full.t))
+    s, arm, T = model.arm, model.arm.arm, model.dt
+    R_wb, p_w, V = full.R_wb[0], full.p_w[0], full.V[0]
     R_t, p_t = arm.tcp_pose(full.q)
-    R_g, p_g = part.R_wb @ s.grasp_R, part.p_w + part.R_wb @ s.grasp_p
+    R_g, p_g = R_wb @ s.grasp_R, p_w + R_wb @ s.grasp_p
     e = np.concatenate([p_t - p_g, R_g @ log_so3(R_g.T @ R_t)])
-    r = part.R_wb @ s.grasp_p                                      # grasp point from the centre, world
-    v_g = part.V[:3] + np.cross(part.R_wb @ part.V[3:], r)         # its velocity
-    w_g = part.R_wb @ part.V[3:]
+    r = R_wb @ s.grasp_p                                           # grasp point from the centre, world
+    v_g = V[:3] + np.cross(R_wb @ V[3:], r)                         # its velocity
+    w_g = R_wb @ V[3:]
     e_dot = arm.tcp_jacobian(full.q) @ full.qd - np.concatenate([v_g, w_g])
     F = s.K_c * e + (s.K_c * T / 2 + s.D_c) * e_dot                # the grasp's wrench at the grasp point
-    want = np.concatenate([F[:3], part.R_wb.T @ (F[3:] + np.cross(r, F[:3]))])   # [f_w; tau about the centre, body]
+    want = np.concatenate([F[:3], R_wb.T @ (F[3:] + np.cross(r, F[:3]))])   # [f_w; tau about the centre, body]
     assert len(seen) == 1 and np.allclose(seen[0], want, rtol=1e-9, atol=1e-9)
     assert np.linalg.norm(want[:3]) > 0.1                          # the grasp is pulling

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sim_core import clustering, pmi, solver_pgs
-from sim_core.model import Contacts
+from sim_core.types import Contacts
 
 G_ACC = 9.81
 T = 0.01

@@ -92,14 +92,14 @@ def test_shipped_weights_load_and_classify_the_task_start_and_a_deep_collision()
         _, _, cfg = scenario.load(task)
         cfg["contact"]["cspace"] = "on"
         model, state = scenario.build(cfg)
-        net = model.cspace
+        net = model.pairs[0].cspace
         assert net is not None and net.task == task
         rep = json.loads((assets_dir() / "cspace" / f"{cfg['parts']['static']}__{cfg['parts']['moving']}.json").read_text())
         assert rep["accuracy_held_out"] > 0.9
         # the start is above the static part: free; 2 mm sideways and 10 mm down: colliding
-        assert net.logit(state.p_w[None], state.R_wb[None])[0] > 0
-        deep = state.p_w + [2e-3, 0, -0.03]
-        assert net.logit(deep[None], state.R_wb[None])[0] < 0
+        assert net.logit(state.p_w, state.R_wb)[0] > 0
+        deep = state.p_w[0] + [2e-3, 0, -0.03]
+        assert net.logit(deep[None], state.R_wb)[0] < 0
 
 
 def test_bad_weight_files_give_one_line_errors(tmp_path):

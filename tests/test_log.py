@@ -36,8 +36,8 @@ def test_log_says_which_steps_the_safety_net_clustered(bolting_log):
     contact.learned_fallback_depth to k-means): the same steps as a direct run flags."""
     from sim_core import scenario
     flags = [m[1]["fallback"] for m in read_log(bolting_log).messages("/contact")]
-    model, state, _ = scenario.load("bolting")
-    res = scenario.simulate(model, state, 1.5)
+    model, state, cfg = scenario.load("bolting")
+    res = scenario.simulate(model, scenario.record(cfg), state, 1.5)
     assert len(flags) == 150 and all(isinstance(f, bool) for f in flags)
     assert flags == [bool(f) for f in res.fallback] and any(flags)     # the landing has some
 

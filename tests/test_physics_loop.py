@@ -29,7 +29,7 @@ def test_physics_loop_follows_proxy_and_logs_for_replay(tmp_path):
     seq, v = snap.read()
     assert seq == 30 and SNAPSHOT.get(v, "steps")[0] == 30
     # the part moved toward the proxy and touches the hole's chamfer
-    assert out["final"].p_w[2] < state.p_w[2]
+    assert out["final"].p_w[0, 2] < state.p_w[0, 2]
     lc = LocalContact.from_array(contact.read()[1])
     assert len(lc) > 0 and np.allclose(np.linalg.norm(lc.n_w, axis=1), 1.0)
     log_r = read_log(tmp_path / "s.mcap")

@@ -34,7 +34,7 @@ def full_runs(request):
     out = {}
     for name in ("peg_in_hole", "bolting"):
         model, state, cfg = load(name, request.param)
-        res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+        res = scenario.simulate(model, scenario.record(cfg), state)
         out[name] = (res, scenario.summarize(res, state))
     return out
 
@@ -46,8 +46,8 @@ def _true_penetration(s):
 
 @pytest.mark.parametrize("name", ["peg_in_hole", "bolting"])
 def test_scenario_smoke(name):
-    model, state, _ = scenario.load(name)
-    res = scenario.simulate(model, state, 0.2)
+    model, state, cfg = scenario.load(name)
+    res = scenario.simulate(model, scenario.record(cfg), state, 0.2)
     s = scenario.summarize(res, state)
     assert s["steps"] == 20
     assert all(np.isfinite(s["final_position_m"]))
@@ -57,9 +57,9 @@ def test_scenario_smoke(name):
 @pytest.mark.parametrize("name", ["peg_in_hole", "bolting"])
 @pytest.mark.parametrize("detector", DETECTORS)
 def test_runs_repeat_exactly(name, detector):
-    model, state, _ = load(name, detector)
-    a = scenario.simulate(model, state, 0.3)
-    b = scenario.simulate(model, state, 0.3)
+    model, state, cfg = load(name, detector)
+    a = scenario.simulate(model, scenario.record(cfg), state, 0.3)
+    b = scenario.simulate(model, scenario.record(cfg), state, 0.3)
     assert np.array_equal(np.array(a.p_w), np.array(b.p_w))
 
 
@@ -118,7 +118,7 @@ def test_default_clustering_holds_the_thread_from_perturbed_starts(seed):
     cfg = scenario.perturbed(scenario.config_mod.load(scenario.scenario_path("bolting")), seed)
     model, state = scenario.build(cfg, f"bolting (perturbed start {seed})")
     assert model.contact.clustering == "learned"
-    res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+    res = scenario.simulate(model, scenario.record(cfg), state)
     s = scenario.summarize(res, state)
     assert s["advance_per_rev_m"] == pytest.approx(PITCH, rel=ADVANCE_TOL)
     assert 0.0 <= _true_penetration(s) < PENETRATION_SANITY

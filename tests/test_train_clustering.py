@@ -104,7 +104,8 @@ def test_training_can_start_from_weights_and_weigh_penetration(ref, tmp_path):
     model = TC.model_for(d)
     samples = TC.prepare(model, d, np.arange(0, len(d), 25))
     net = clustering_in.load(shipped)
-    e = TC.wrench_errors(model, samples, lambda x: clustering_in.cluster(net, x[2], x[0], x[1], model))
+    e = TC.wrench_errors(model, samples, lambda x: clustering_in.cluster(net, x[2], x[0], x[1], model.shapes[0],
+                                                                        model.bodies[0].node_nb))
     assert e.shape == (len(samples), 3) and (e >= 0).all()
     assert TC.loss_of(model, samples, net, 2e4) >= TC.loss_of(model, samples, net) - 1e-15
     assert rep["start_validation_loss_N"] > 0
@@ -118,16 +119,17 @@ def test_rollout_term_is_the_closed_loop_penetration_past_the_allowance(ref, tmp
 
     from sim_core.paths import assets_dir
     net = clustering_in.load(assets_dir() / "clustering" / "bolting.npz")
-    (model, state, n), = TC.rollout_models("bolting", [TC.ROLLOUT_FIT_SEEDS], 0.5)
+    (model, scen, state, n), = TC.rollout_models("bolting", [TC.ROLLOUT_FIT_SEEDS], 0.5)
     assert n == 50 and model.contact.fallback_depth >= 1.0
     cfg = scenario.perturbed(config_mod.load(scenario_path("bolting")), TC.ROLLOUT_FIT_SEEDS)
     cfg["contact"]["learned_fallback_depth"] = 1.0
     cfg["contact"]["clustering"] = "learned"
     m2, s2 = scenario.build(cfg)
-    res = scenario.simulate(replace(m2, clustering_net=net), s2, 0.5)
+    m2 = replace(m2, pairs=tuple(replace(p, clustering_net=net) for p in m2.pairs))
+    res = scenario.simulate(m2, scenario.record(cfg), s2, 0.5)
     want = max(0.0, max(res.max_pen) - TC.ROLLOUT_ALLOWANCE)
     assert want > 0.0                                # the check below compares something
-    assert TC.rollout_excess([(model, state, n)], net) == pytest.approx(want, rel=0, abs=1e-12)
+    assert TC.rollout_excess([(model, scen, state, n)], net) == pytest.approx(want, rel=0, abs=1e-12)
     # and the training loop takes it: a tiny budget writes its figures in the report, and
     # the reported loss is the replay plus the weighted excess
     s = TC.ClusteringSettings(generations=1, popsize=4, batch=8, workers=1, checkpoint_every=1,

@@ -317,9 +317,8 @@ def test_complete_simulation_frame_draws_the_arm(gl):
     kinematics put them (the elbow's pixels are the links' white, not the background)."""
     pytest.importorskip("pinocchio")
     view_mod, scene = gl
-    from sim_core import complete, scenario
-    model, state, _ = scenario.load("peg_in_hole")
-    full = complete.start(model.arm, state)
+    from sim_core import scenario
+    model, full, _ = scenario.load("peg_in_hole")
     snap = scene.complete_snapshot(model, full, "hole", "peg")
     window = view_mod.View(W, H, visible=False)
     window.auto_fit = False

@@ -80,7 +80,7 @@ def test_reference_records_obey_the_equations_of_motion(tmp_path, task):
     model, _, _ = scenario.load(task)
     T = d.meta["dt"]
     same = d.episode[1:] == d.episode[:-1]
-    res = model.mass * (d.v_w[1:] - d.v_w[:-1]) / T - (d.f_ext[:-1, :3] + d.wrench[:-1, :3])
+    res = model.bodies[0].mass * (d.v_w[1:] - d.v_w[:-1]) / T - (d.f_ext[:-1, :3] + d.wrench[:-1, :3])
     assert np.abs(res[same]).max() < DYNAMICS_TOL * max(1.0, np.abs(d.wrench).max())
     R = quat_to_matrix(d.q_wb[-1])
     assert abs(np.linalg.det(R) - 1) < 1e-9

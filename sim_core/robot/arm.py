@@ -83,7 +83,6 @@ class Arm:
         self.data = self.model.createData()
         self.tcp = self.model.getFrameId("tcp")
         self.flange = self.model.getFrameId("flange")
-        self.flange_home = None       # the wrist's held orientation (set by the controller)
         self.nv = self.model.nv
         self.gripper_joint = gripper_joint
         self.base_R = np.eye(3) if base_R is None else np.asarray(base_R, float)

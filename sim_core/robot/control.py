@@ -43,23 +43,27 @@ def pose_error(R, p, R_set, p_set) -> np.ndarray:
     return np.concatenate([p_set - p, R @ log_so3(R.T @ R_set)])
 
 
-def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains):
-    """(tau0, B) of the controller torque tau0 - B qd_k+1 toward the tool set pose.
+def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_home=None):
+    """(tau0, B, flange_home) of the controller torque tau0 - B qd_k+1 toward the tool set pose.
 
     With the infinite-turn gripper (bolting) the Cartesian spring-damper holds the *flange*
     -- the tool's pose with the turn about the tool axis taken out, at the flange's own
     angle about that axis -- and the gripper joint alone follows the turn, by a joint
     spring-damper (``gripper_K``, ``gripper_D``) toward the set angle: the wrist keeps its
-    range and the gripper turns without end."""
+    range and the gripper turns without end.
+
+    ``flange_home`` (3,3) is the controller's latch, the wrist's held orientation: None on
+    the first step, when it is taken from q; the caller keeps what this returns (in
+    ``types.State``) for the next step."""
     if not arm.gripper_joint:
-        return _cartesian(arm, q, v, T, R_set, p_set, V_set, gains, None)
+        return (*_cartesian(arm, q, v, T, R_set, p_set, V_set, gains, None), flange_home)
     from . import panda
-    if arm.flange_home is None:
-        arm.flange_home = arm.tcp_pose(q, arm.flange)[0]
+    if flange_home is None:
+        flange_home = arm.tcp_pose(q, arm.flange)[0]
     z = R_set[:, 2]
     # the flange's set pose: the tool set pose turned back about the tool axis to the flange's
     # home angle about it (so the wrist holds still while the gripper turns)
-    Rrel = arm.flange_home.T @ R_set
+    Rrel = flange_home.T @ R_set
     theta = math.atan2(Rrel[1, 0] - Rrel[0, 1], Rrel[0, 0] + Rrel[1, 1])
     c, s = math.cos(theta), math.sin(theta)
     R_fs = R_set @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])    # R_set Rz(-theta)
@@ -75,7 +79,7 @@ def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains):
     Gg = gains.gripper_K * T / 2 + gains.gripper_D
     tau0[g] += gains.gripper_K * err + Gg * float(z @ w_set) - 0.5 * Gg * v[g]
     B[g, g] += 0.5 * Gg
-    return tau0, B
+    return tau0, B, flange_home
 
 
 def _cartesian(arm, q, v, T, R_set, p_set, V_set, gains, frame):
@@ -135,10 +139,11 @@ def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8, acti
     return v1, tau
 
 
-def step(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, passive: bool = True):
-    """One PMI step of the arm alone under admittance control: (q+, qd+, joint torque)."""
+def step(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, passive: bool = True, flange_home=None):
+    """One PMI step of the arm alone under admittance control: (q+, qd+, joint torque, the
+    controller's latch for the next step)."""
     A, b = arm.system(q, v, T, np.zeros(arm.nv), np.zeros((arm.nv, arm.nv)))
-    tau0, B = linearize(arm, q, v, T, R_set, p_set, V_set, gains)
+    tau0, B, flange_home = linearize(arm, q, v, T, R_set, p_set, V_set, gains, flange_home)
     v1, tau = solve_limited(arm, q, v, T, A, b, tau0, B)
     q1 = arm.advance(q, v, v1, T)
     if passive:
@@ -146,4 +151,4 @@ def step(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, passive: boo
         # stops' reactions alike -- is what the PMI equation itself puts in: A qd+ - b
         work = T * float((A @ v1 - b) @ (0.5 * (v + v1)))
         v1 = arm.project_energy(q1, v1, arm.energy(q, v) + work)
-    return q1, v1, tau
+    return q1, v1, tau, flange_home

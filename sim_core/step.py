@@ -1,0 +1,160 @@
+"""The step: ``step(model, state, inputs, dt) -> (state, info)``, the one function everything
+that simulates calls -- the headless runner, the real-time session's physics loop, replay, the
+benches, reference-data generation and training (ARCHITECTURE sec. 4).
+
+It reads as its stages:
+
+1. **loads** -- each body's drive (or the arm's grasp) at the start of the step (``dynamics``);
+2. **collision** -- per contact pair, broad phase and detection (``collision.DETECTORS``);
+3. **clustering** -- per pair, the configured reduction to representatives
+   (``clustering.CLUSTERINGS``);
+4. **C-space** -- the pair's C-space constraint row, when a network is configured (``cspace``);
+5. **blocks** -- every body's PMI block, the arm folded in (``dynamics.assemble``);
+6. **solving** -- the configured solver on the Delassus operator of all contacts
+   (``contact_solve.SOLVERS``);
+7. **integration** -- poses and the arm's joints (``dynamics.integrate``).
+
+``dt`` is an argument (the model's is only the default), so a variable step needs nothing else.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import clustering, collision, cspace, dynamics
+from .contact_solve import SOLVERS
+from .solver_pgs import world_jacobians
+from .types import Contacts, Inputs, Model, State, Warm
+
+STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
+
+
+class Laps:
+    """Wall time per stage of one step (s)."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.times[stage] = self.times.get(stage, 0.0) + now - self._t   # a stage may lap twice
+        self._t = now
+
+
+@dataclass
+class Found:
+    """The contacts of every pair at a state."""
+    contacts: Contacts             # the representatives of all pairs, each on its body
+    d_all: np.ndarray              # (k,) m, signed distances of all candidates
+    n_candidates: int
+    n_contacts: int                # detected nodes, all pairs
+    fallback: bool                 # some pair's clustering safety net acted
+
+
+@dataclass
+class StepInfo:
+    n_candidates: int
+    n_contacts: int                # detected nodes
+    n_clusters: int                # representatives handed to the solver
+    max_penetration: float         # m, deepest candidate (>= 0)
+    mean_penetration: float        # m, mean over penetrating candidates
+    fallback: bool                 # the clustering's safety net acted
+    contact_wrench: np.ndarray     # (B,6) per body [f world N; tau body N m]
+    sweeps: int
+    contacts: Contacts
+    forces_w: np.ndarray           # (m,3) N at the contacts, world
+    times: dict = field(default_factory=dict)
+    tau: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (nv,) N m, the arm's motor torques
+    grasp_error: float = 0.0       # m, tool-grasp distance at the start of the step
+    dt: float = 0.0                # s, the step's length (what a replay must step with)
+
+
+def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = None,
+            laps: Laps | None = None) -> Found:
+    """Stages 2-3 for every pair: detection and clustering at a state.  `pull` (B,6): the
+    wrench on each body now (the learned clustering's input; zero when not given)."""
+    laps = Laps() if laps is None else laps
+    sets, d_all, n_cand, n_cont, fell = [], [], 0, 0, False
+    cluster = clustering.CLUSTERINGS[model.contact.clustering]
+    for pair in model.pairs:
+        body, shape, pose = model.bodies[pair.body], model.shapes[pair.shape], state.body(pair.body)
+        det = collision.DETECTORS[pair.detector](body, shape, model.contact, pose, dt, laps)
+        laps.lap("detection")
+        f = np.zeros(6) if pull is None else pull[pair.body]
+        out = cluster(body, shape, pair, model.contact, det.nodes, pose, f)
+        laps.lap("clustering")
+        sets.append(out.contacts.on(pair.body))
+        d_all.append(det.d_all)
+        n_cand += det.n_candidates
+        n_cont += len(det.nodes)
+        fell |= out.fallback
+    d = d_all[0] if len(d_all) == 1 else np.concatenate(d_all) if d_all else np.zeros(0)
+    return Found(Contacts.concat(sets), d, n_cand, n_cont, fell)
+
+
+def cspace_row(model: Model, state: State):
+    """The configured C-space constraint as a row over all n velocity coordinates, or None."""
+    if model.contact.solver != "sor":
+        return None
+    for pair in model.pairs:
+        if pair.cspace is not None:
+            row = cspace.row_for(pair.cspace, model.bodies[pair.body], model.shapes[pair.shape],
+                                 state.body(pair.body))
+            if row is None:
+                return None
+            N = np.zeros(6 * model.n_bodies)
+            N[6 * pair.body:6 * pair.body + 6] = row[0]
+            return N, row[1]
+    return None
+
+
+def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tuple[State, StepInfo]:
+    dt = model.dt if dt is None else float(dt)
+    laps = Laps()
+    loads = dynamics.loads(model, state, inp, dt)
+    laps.lap("arm")
+    found = collide(model, state, dt, loads.pull, laps)
+    row = cspace_row(model, state)
+    laps.lap("cspace")
+    system = dynamics.assemble(model, state, inp, dt, loads)
+    laps.lap("arm")
+    c = found.contacts
+    G, Cf = world_jacobians(c.x_w, c.n_w, c.bodies(), c.others(), state.p_w, state.R_wb)
+    sol = SOLVERS[model.contact.solver](model.contact, c, G, Cf, system.A, system.b, state.V.reshape(-1), dt,
+                                        state.warm, row)
+    laps.lap("solving")
+    warm = Warm(c.x_w, sol.forces_w, c.bodies(), sol.lam_c)
+    if system.arm is None:
+        nxt, tau, grasp = dynamics.integrate(model, state, sol.V, dt, warm), np.zeros(0), 0.0
+    else:
+        qd, tau = dynamics.arm_after(system.arm, sol.V.reshape(-1, 6)[model.arm.body])
+        nxt = dynamics.integrate(model, state, sol.V, dt, warm, qd, system.arm.flange_home)
+        grasp = system.arm.grasp_error
+    laps.lap("integration")
+    return nxt, info_of(model, found, sol, laps, tau, grasp, dt)
+
+
+def info_of(model: Model, found: Found, sol, laps: Laps, tau=np.zeros(0), grasp_error: float = 0.0,
+            dt: float = 0.0) -> StepInfo:
+    """What a step reports, from its contacts, the candidates' depths and the solve."""
+    pen = -found.d_all[found.d_all < 0.0]
+    return StepInfo(n_candidates=found.n_candidates, n_contacts=found.n_contacts, n_clusters=len(found.contacts),
+                    max_penetration=float(pen.max()) if pen.size else 0.0,
+                    mean_penetration=float(pen.mean()) if pen.size else 0.0,
+                    fallback=found.fallback, contact_wrench=sol.generalized.reshape(model.n_bodies, 6),
+                    sweeps=sol.sweeps, contacts=found.contacts, forces_w=sol.forces_w, times=laps.times,
+                    tau=tau, grasp_error=grasp_error, dt=dt)
+
+
+def start(model: Model, state: State) -> State:
+    """A start state made whole: the arm (if any) at the configuration holding its body, at
+    rest, with no controller latch yet."""
+    if model.arm is None:
+        return state
+    from dataclasses import replace
+    i = model.arm.body
+    q = dynamics.arm_start(model.arm, state.R_wb[i], state.p_w[i])
+    return replace(state, q=q, qd=np.zeros(model.arm.arm.nv), flange_home=None)

@@ -1,0 +1,220 @@
+"""The simulator's data: a constant ``Model`` and a changing ``State`` (the brax / MJX split).
+
+A world holds rigid **bodies** (index 0 .. B-1), world-fixed **shapes** (the static parts) and
+**contact pairs**, each joining a body's contact nodes to a shape through a detector named by
+shape kinds (``collision.DETECTORS``).  A system with its own coordinates -- the Panda arm
+(q, qd) -- holds one body through a grasp coupling (``dynamics``).  Everything that changes
+during a run lives in ``State`` (poses, twists, the arm's joints, the controller's latch, the
+solver's warm start); everything in ``Model`` is fixed.  Scenario data (waypoints, part
+dimensions, figures) lives in ``scenario.Scenario``, not here.
+
+Frames: ``_w`` world, ``_b`` a body's frame (origin at its centre of mass, axes of its mesh),
+``_s`` a static shape's frame.  Units SI.  Shapes below: B bodies, N a body's nodes, m
+contacts, n = 6 B the bodies' velocity coordinates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:                  # types only: this module imports no stage
+    from .clustering_in import INClustering
+    from .cspace import CSpaceNet
+    from .dynamics import ArmSystem
+
+WORLD = -1      # the "other body" of a contact with a world-fixed shape
+
+
+class SignedDistance(Protocol):
+    """A static shape's signed distance in its own frame (exact geometry or a network)."""
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(d (k,) m, gradient (k,3)) at points p (k,3); normals only where d < band."""
+        ...
+
+
+@dataclass(frozen=True)
+class ContactParams:
+    mu: float                 # Coulomb friction coefficient
+    clusters: int             # M_c
+    band: float               # m, candidate if signed distance < band
+    margin: float             # m, broad-phase slack
+    normal_scale: float       # m, k-means feature weight of normals
+    beta: float               # penetration-correction gain per step, [0, 1]
+    pgs_iterations: int
+    pgs_tolerance: float      # N
+    solver: str = "sor"       # key of contact.SOLVERS: "sor" (seed 000 Algorithm 1) | "pgs" (baseline)
+    sor_relaxation: float = 1.0
+    sor_iterations: int = 100
+    sor_tolerance: float = 1e-6   # N
+    clustering: str = "patches"   # key of clustering.CLUSTERINGS: "patches" | "none" | "learned" | "kmeans" | "kmeans_centroid"
+    fallback_depth: float = 1e-4  # m: the clustering's safety net acts on a step this deep
+    speculative: str = "predicted"  # "predicted" | "current": where a gap d > 0 is linearized (detection.predict)
+
+
+@dataclass(frozen=True)
+class RigidBody:
+    """A moving rigid part."""
+    name: str
+    mass: float                    # kg
+    inertia_b: np.ndarray          # (3,3) kg m^2 about the COM, body axes
+    nodes_b: np.ndarray            # (N,3) m, contact nodes (mesh vertices) from the COM, body axes
+    com_part: np.ndarray           # (3,) m, the COM in the part's mesh frame
+    node_radius: float = 0.0       # m, largest |nodes_b| (bounds a node's speed from the twist)
+    node_nb: np.ndarray | None = None     # (N,P) int32: each node's P nearest nodes, nearest first
+    node_patch: np.ndarray | None = None  # (N,) int64: each node's body-frame patch (clustering "patches")
+
+
+@dataclass(frozen=True)
+class StaticShape:
+    """A part fixed to the world: its signed distance and where it stands."""
+    name: str
+    sdf: SignedDistance            # what detection queries (exact or neural), shape frame
+    sdf_exact: SignedDistance      # the exact geometry (true penetration of a neural run)
+    bounds_s: tuple                # (r_max, z_min, z_max) m: the upright cylinder bounding it
+    inner_radius_s: float = 0.0    # m, no material inside this radius (a hole's bore)
+    R_ws: np.ndarray = field(default_factory=lambda: np.eye(3))    # (3,3) shape frame in world
+    p_ws: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, shape origin in world
+
+
+@dataclass(frozen=True)
+class ContactPair:
+    """A body's contact nodes against a world-fixed shape.  ``detector`` is the key of
+    ``collision.DETECTORS`` (by shape kinds); ``cspace`` and ``clustering_net`` are the pair's
+    trained networks when the configuration uses them."""
+    body: int                      # index in Model.bodies
+    shape: int                     # index in Model.shapes
+    detector: str = "nodes_sdf"
+    cspace: CSpaceNet | None = None
+    clustering_net: INClustering | None = None
+
+
+@dataclass(frozen=True)
+class Drive:
+    """Spring-damper drives pulling bodies to their set poses (the arm's stand-in, and the law
+    protocols' load frame).  A body held by the arm has no drive."""
+    K: np.ndarray                  # (B,6) [N/m x3 (world), N m/rad x3 (body)]
+    D: np.ndarray                  # (B,6) [N s/m x3, N m s/rad x3]
+
+
+@dataclass(frozen=True)
+class Model:
+    """Everything constant during a run."""
+    bodies: tuple[RigidBody, ...]
+    shapes: tuple[StaticShape, ...]
+    pairs: tuple[ContactPair, ...]
+    contact: ContactParams
+    drive: Drive
+    dt: float                      # s, the default step T (``step`` takes any)
+    arm: ArmSystem | None = None   # the Panda holding one body (None: drives only)
+
+    @property
+    def n_bodies(self) -> int:
+        return len(self.bodies)
+
+
+@dataclass(frozen=True)
+class BodyPose:
+    """One body's kinematic state: what a per-pair stage reads."""
+    t: float                       # s
+    p_w: np.ndarray                # (3,) m, COM position, world
+    R_wb: np.ndarray               # (3,3) body orientation in world
+    V: np.ndarray                  # (6,) [v_w m/s (COM velocity, world axes); w_b rad/s (body axes)]
+
+
+@dataclass(frozen=True)
+class Warm:
+    """The solver's forces of the step that led to a state (its warm start)."""
+    x_w: np.ndarray                # (m,3) m, contact points
+    f_w: np.ndarray                # (m,3) N, forces on the bodies, world axes
+    body: np.ndarray               # (m,) int64, the body each acted on
+    lam_c: float = 0.0             # N s, the C-space constraint's impulse
+
+
+def _batched(a, tail: tuple) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    return a.reshape((1,) + tail) if a.shape == tail else a
+
+
+@dataclass(frozen=True)
+class State:
+    """The world at time t.  One body's arrays may be given unbatched ((3,), (3,3), (6,))."""
+    t: float                       # s
+    p_w: np.ndarray                # (B,3) m, COM positions, world
+    R_wb: np.ndarray               # (B,3,3) body orientations in world
+    V: np.ndarray                  # (B,6) [v_w m/s; w_b rad/s] per body
+    warm: Warm | None = None
+    q: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (nq,) the arm's configuration
+    qd: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (nv,) rad/s, its joint velocities
+    flange_home: np.ndarray | None = None  # (3,3) the wrist's held orientation (the controller's latch)
+
+    def __post_init__(self):
+        object.__setattr__(self, "p_w", _batched(self.p_w, (3,)))
+        object.__setattr__(self, "R_wb", _batched(self.R_wb, (3, 3)))
+        object.__setattr__(self, "V", _batched(self.V, (6,)))
+
+    def body(self, i: int) -> BodyPose:
+        return BodyPose(self.t, self.p_w[i], self.R_wb[i], self.V[i])
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Per body: the set pose and twist its drive (or the arm holding it) follows, and an
+    external wrench.  One body's arrays may be given unbatched."""
+    p_set_w: np.ndarray            # (B,3) m
+    R_set_w: np.ndarray            # (B,3,3)
+    v_set_w: np.ndarray            # (B,3) m/s, world
+    w_set_w: np.ndarray            # (B,3) rad/s, world
+    f_ext: np.ndarray | None = None  # (B,6) [N world; N m body]; None: zero
+
+    def __post_init__(self):
+        object.__setattr__(self, "p_set_w", _batched(self.p_set_w, (3,)))
+        object.__setattr__(self, "R_set_w", _batched(self.R_set_w, (3, 3)))
+        object.__setattr__(self, "v_set_w", _batched(self.v_set_w, (3,)))
+        object.__setattr__(self, "w_set_w", _batched(self.w_set_w, (3,)))
+        f = np.zeros((self.p_set_w.shape[0], 6)) if self.f_ext is None else _batched(self.f_ext, (6,))
+        object.__setattr__(self, "f_ext", f)
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """A contact set in world axes (nodes after detection, or representatives after
+    clustering), each joining ``body`` to ``other`` (``WORLD`` for a fixed shape)."""
+    x_w: np.ndarray                # (m,3) m, contact point
+    n_w: np.ndarray                # (m,3) unit normal, pushing `body` (out of the other side)
+    d: np.ndarray                  # (m,) m, signed distance (negative = penetration)
+    idx: np.ndarray | None = None  # (m,) the nodes' rows in the body's nodes_b (detection sets it)
+    body: np.ndarray | None = None  # (m,) int64, the body pushed; None: body 0
+    other: np.ndarray | None = None  # (m,) int64, the other side (WORLD or a body); None: WORLD
+
+    @staticmethod
+    def empty() -> "Contacts":
+        return Contacts(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+
+    def __len__(self) -> int:
+        return int(self.d.shape[0])
+
+    def bodies(self) -> np.ndarray:
+        return np.zeros(len(self), np.int64) if self.body is None else self.body
+
+    def others(self) -> np.ndarray:
+        return np.full(len(self), WORLD, np.int64) if self.other is None else self.other
+
+    def on(self, body: int, other: int = WORLD) -> "Contacts":
+        """The same contacts, labelled as joining `body` and `other`."""
+        m = len(self)
+        return Contacts(self.x_w, self.n_w, self.d, self.idx, np.full(m, body, np.int64),
+                        np.full(m, other, np.int64))
+
+    @staticmethod
+    def concat(sets: list["Contacts"]) -> "Contacts":
+        sets = [c for c in sets if len(c)]
+        if not sets:
+            return Contacts.empty()
+        if len(sets) == 1:
+            return sets[0]
+        return Contacts(np.vstack([c.x_w for c in sets]), np.vstack([c.n_w for c in sets]),
+                        np.concatenate([c.d for c in sets]), None,
+                        np.concatenate([c.bodies() for c in sets]), np.concatenate([c.others() for c in sets]))
