@@ -87,7 +87,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     import numba
     numba.set_num_threads(PHYSICS_THREADS)
     from sim_core import step as step_mod
-    from sim_core.types import Inputs, State
+    from sim_core.types import Inputs
     model, _, cfg = scenario.load(spec["scenario"])
     state = start_state(spec)
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)

@@ -41,13 +41,14 @@ def run(task: str, mode: str, seed: int) -> dict:
     if depth is not None:
         cfg["contact"]["learned_fallback_depth"] = depth
     model, state = scenario.build(cfg, f"{task} ({mode}, seed {seed})")
-    res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+    scen = scenario.record(cfg)
+    res = scenario.simulate(model, scen, state)
     s = scenario.summarize(res, state)
     n = np.array(res.n_contacts)
     t = np.array(res.stage_times["clustering"])
     deep = n >= np.percentile(n[n > 0], 90)
     if task == "bolting":
-        ok = s["advance_per_rev_m"] is not None and abs(s["advance_per_rev_m"] / model.static_dims["p"] - 1) <= PITCH_TOL
+        ok = s["advance_per_rev_m"] is not None and abs(s["advance_per_rev_m"] / scen.static_dims["p"] - 1) <= PITCH_TOL
         fig = f"{s['advance_per_rev_m'] * 1e3:.3f} mm/rev" if s["advance_per_rev_m"] else "not engaged"
     else:
         ok = s["insertion_depth_m"] >= MIN_INSERTION

@@ -32,7 +32,9 @@ from pathlib import Path
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 import numpy as np  # noqa: E402
 
-from sim_core import (broadphase, clustering, clustering_in, detection, solver_pgs, solver_sor,  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from sim_core import (clustering, clustering_in, contact_solve,  # noqa: E402
                       train_clustering as TC, wrench_data)
 from sim_core.paths import assets_dir  # noqa: E402
 
@@ -50,8 +52,8 @@ COLOURS = {"learned": (210, 30, 30), "kmeans_pgs": (0, 0, 0), "kmeans_sor": (40,
 
 def wrench(model, sample, reps, solver: str) -> np.ndarray:
     st, f_ext, _, _ = sample
-    mod = solver_pgs if solver == "pgs" else solver_sor
-    return mod.solve(model, st, reps, f_ext, np.zeros((6, 6)))[1]
+    params = replace(model.contact, solver=solver)
+    return contact_solve.solve_body(params, reps, model.bodies[0], st, f_ext, np.zeros((6, 6)), model.dt).generalized
 
 
 def evaluate(data_path: Path, n: int, net, methods=tuple(METHODS), held_out: bool = True):
@@ -89,9 +91,7 @@ def evaluate(data_path: Path, n: int, net, methods=tuple(METHODS), held_out: boo
 def redetect(model, st):
     """The pose's contact nodes, detected again (what precedes the clustering in a step; the
     same nodes as the sample's cached set, in new arrays)."""
-    reach = detection.reach(model, st)
-    ci, x_s = broadphase.candidates(model, st, reach)
-    return detection.detect(model, x_s, reach, ci)[0]
+    return TC.detected(model, st)
 
 
 def rmse(e, sl=slice(0, 3)) -> float:

@@ -21,13 +21,15 @@ import copy
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 import numpy as np  # noqa: E402
 
-from sim_core import pipeline, scenario  # noqa: E402
+from sim_core import scenario  # noqa: E402
+from sim_core import step as step_mod  # noqa: E402
 
 
 def run(cfg: dict, label: str):
     model, state = scenario.build(cfg, label)
-    scenario.simulate(model, state, 3 * model.dt)                  # compile / warm caches
-    res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+    scen = scenario.record(cfg)
+    scenario.simulate(model, scen, state, 3 * model.dt)                  # compile / warm caches
+    res = scenario.simulate(model, scen, state)
     return model, state, res
 
 
@@ -67,7 +69,7 @@ def main(argv=None) -> int:
         print(f"\n{task}: {res.steps} steps of {model.dt * 1e3:g} ms, arm with {model.arm.arm.nv} joints, "
               f"real-time factor {res.steps * model.dt / (steps.sum() / 1e3):.2f} (simulated / step time)")
         print(f"  {'stage':12s} {'median ms':>10s} {'p99 ms':>10s}")
-        for s in pipeline.STAGES:
+        for s in step_mod.STAGES:
             v = np.array(res.stage_times[s]) * 1e3
             print(f"  {s:12s} {np.median(v):10.3f} {np.percentile(v, 99):10.3f}")
         print(f"  {'step':12s} {np.median(steps):10.3f} {np.percentile(steps, 99):10.3f}   "

@@ -47,8 +47,8 @@ def record_poses(task: str, min_poses: int) -> tuple[list, object]:
         pos[0] += dx
         c["start"]["position"] = pos
         m, s = scenario.build(c, src=f"{task} (yaw {yaw:+g} deg, x {dx * 1e3:+g} mm)")
-        scenario.simulate(m, s, c["scenario"]["duration"],
-                          on_step=lambda prev, inp, nxt, info: poses.append((nxt.R_wb.copy(), nxt.p_w.copy())))
+        scenario.simulate(m, scenario.record(c), s,
+                          on_step=lambda prev, inp, nxt, info: poses.append((nxt.R_wb[0].copy(), nxt.p_w[0].copy())))
         if len(poses) >= min_poses:
             break
     return poses, model
@@ -96,8 +96,8 @@ def fcl_objects(model, static_mesh, moving_name: str):
     from sim_core.paths import assets_dir
     mv = load_mesh(assets_dir() / "parts" / f"{moving_name}.ply")
     o_static = fcl.CollisionObject(_bvh(static_mesh.vertices, static_mesh.faces),
-                                   fcl.Transform(model.R_ws, model.p_ws))
-    o_moving = fcl.CollisionObject(_bvh(mv.vertices - model.com_part, mv.faces), fcl.Transform())
+                                   fcl.Transform(model.shapes[0].R_ws, model.shapes[0].p_ws))
+    o_moving = fcl.CollisionObject(_bvh(mv.vertices - model.bodies[0].com_part, mv.faces), fcl.Transform())
     return o_static, o_moving, np.asarray(mv.faces)
 
 
@@ -121,7 +121,7 @@ def run_task(task: str, min_poses: int, repeat: int) -> dict:
     from sim_core import broadphase, detection, neural_sdf, scenario
     from sim_core.geometry import profiles
     from sim_core.geometry.assets import load_mesh
-    from sim_core.model import State
+    from sim_core.types import BodyPose
     from sim_core.paths import assets_dir
 
     poses, model = record_poses(task, min_poses)
@@ -130,7 +130,8 @@ def run_task(task: str, min_poses: int, repeat: int) -> dict:
     spec = profiles.all_parts()[static_name]
     net = neural_sdf.load(assets_dir() / "sdf" / f"{static_name}.npz", spec=spec, part=static_name)
     net_rms = json.loads((assets_dir() / "sdf" / f"{static_name}.json").read_text())["rms_um"] * 1e-6
-    exact = model.sdf_exact                  # the geometry itself: ground truth
+    body, shape = model.bodies[0], model.shapes[0]
+    exact = shape.sdf_exact                  # the geometry itself: ground truth
     shipped = load_mesh(assets_dir() / "parts" / f"{static_name}.ply")
     fine, fine_dev = equal_accuracy_mesh(spec, exact, net_rms)
     o_static, o_moving, faces = fcl_objects(model, shipped, moving_name)
@@ -139,19 +140,21 @@ def run_task(task: str, min_poses: int, repeat: int) -> dict:
     t_fcl, t_fine, t_ours, t_exact, found, truth, fp, ours_pen = [], [], [], [], 0, 0, 0, 0
     n_fcl_contacts, n_ours = [], []
     for R, p in poses:
-        state = State(0.0, p, R, np.zeros(6))
+        state = BodyPose(0.0, p, R, np.zeros(6))
         t, res = time_fcl(o_moving, o_static, R, p, repeat)
         t_fcl.append(t)
         t_fine.append(time_fcl(o_moving_f, o_fine, R, p, repeat)[0])
         best = np.inf
         for _ in range(repeat):
             t0 = time.perf_counter()
-            idx, x_s = broadphase.candidates(model, state, detection.reach(model, state))
+            idx, x_s = broadphase.candidates(body, shape, state, model.contact.margin,
+                                             detection.reach(body, model.contact, state, model.dt))
             d, g = net.query(x_s, band=band)
             best = min(best, time.perf_counter() - t0)
         t_ours.append(best)
         t0 = time.perf_counter()                 # the exact SDF on the same candidates
-        idx_e, x_e = broadphase.candidates(model, state, detection.reach(model, state))
+        idx_e, x_e = broadphase.candidates(body, shape, state, model.contact.margin,
+                                           detection.reach(body, model.contact, state, model.dt))
         exact.query(x_e)
         t_exact.append(time.perf_counter() - t0)
         n_fcl_contacts.append(len(res.contacts))
@@ -160,7 +163,7 @@ def run_task(task: str, min_poses: int, repeat: int) -> dict:
         tri = np.array([c.b1 for c in res.contacts], dtype=np.int64)
         fcl_nodes = np.unique(faces[tri].ravel()) if tri.size else np.zeros(0, np.int64)
         if fcl_nodes.size:
-            xs = (model.nodes_b[fcl_nodes] @ R.T + p - model.p_ws) @ model.R_ws
+            xs = (body.nodes_b[fcl_nodes] @ R.T + p - shape.p_ws) @ shape.R_ws
             inside = fcl_nodes[exact.query(xs)[0] < 0.0]
             truth += inside.size
             ours_contact = set(idx[d < band].tolist())

@@ -21,8 +21,9 @@ import copy
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 import numpy as np  # noqa: E402
 
-from sim_core import broadphase, pipeline, scenario  # noqa: E402
-from sim_core.model import Inputs  # noqa: E402
+from sim_core import broadphase, scenario  # noqa: E402
+from sim_core import step as step_mod  # noqa: E402
+from sim_core.types import Inputs  # noqa: E402
 
 FORCE_SD, TORQUE_SD, HOLD = 5.0, 0.1, 0.05     # N, N m, s per disturbance
 
@@ -34,19 +35,21 @@ def engaged_state(task: str):
     cfg = copy.deepcopy(cfg)
     cfg["contact"]["clustering"] = "kmeans"
     model, state = scenario.build(cfg)
+    scen = scenario.record(cfg)
     target = {"peg_in_hole": 1.0, "bolting": 0.75}[task]    # fraction of the run: engaged, settled
     n = int(round(target * cfg["scenario"]["duration"] / model.dt))
     for _ in range(n):
-        state, _ = pipeline.step(model, state, scenario.inputs_at(model, state.t))
+        state, _ = step_mod.step(model, state, scenario.inputs_at(scen, state.t))
     return state, cfg
 
 
 def node_penetration(model, state) -> tuple[float, float]:
     """(mean max(0, -d), max) over the nodes within the band, d from the exact SDF (m)."""
-    _, x_s = broadphase.candidates(model, state, 0.0)
+    shape = model.shapes[0]
+    _, x_s = broadphase.candidates(model.bodies[0], shape, state.body(0), model.contact.margin, 0.0)
     if x_s.shape[0] == 0:
         return 0.0, 0.0
-    d = model.sdf_exact.query(x_s)[0]
+    d = shape.sdf_exact.query(x_s)[0]
     d = d[d < model.contact.band]
     if d.size == 0:
         return 0.0, 0.0
@@ -68,7 +71,7 @@ def disturbed_run(task: str, cspace: str, start, cfg, duration: float, seed: int
         if k % per == 0:
             f = np.concatenate([rng.normal(0, FORCE_SD, 3), rng.normal(0, TORQUE_SD, 3)])
         inp = Inputs(start.p_w, start.R_wb, np.zeros(3), np.zeros(3), f_ext=f)
-        state, _ = pipeline.step(model, state, inp)
+        state, _ = step_mod.step(model, state, inp)
         m, x = node_penetration(model, state)
         means.append(m)
         maxes.append(x)

@@ -24,7 +24,9 @@ import time
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 import numpy as np  # noqa: E402
 
-from sim_core import cspace, drive, pipeline, pmi, scenario, solver_pgs, solver_sor  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from sim_core import contact_solve, cspace, dynamics, pmi, scenario, solver_pgs, solver_sor  # noqa: E402
 
 TARGET_MS = 0.5
 
@@ -41,36 +43,41 @@ def record(task: str):
 
     def on_step(prev, inp, nxt, info):
         if info.contacts is not None and len(info.contacts):
-            F0, B = drive.linearize(model, prev, inp)
+            F0, B = dynamics.drive_terms(model.drive.K[0], model.drive.D[0], model.dt, prev.p_w[0], prev.R_wb[0],
+                                         prev.V[0], inp.p_set_w[0], inp.R_set_w[0], inp.v_set_w[0],
+                                         inp.w_set_w[0], inp.f_ext[0])
             probs.append((prev, info.contacts, F0, B))
-    scenario.simulate(model, state, cfg["scenario"]["duration"], on_step=on_step)
+    scenario.simulate(model, scenario.record(cfg), state, on_step=on_step)
     return model, probs
 
 
 def time_solvers(model, probs):
     c = model.contact
+    pgs, sor = replace(c, solver="pgs"), replace(c, solver="sor")
+    body, shape, net = model.bodies[0], model.shapes[0], model.pairs[0].cspace
     out = {"pgs": [], "sor": [], "sor+C": [], "cspace": [], "sweeps": [], "sweeps+C": [], "res": []}
-    for st, reps, F0, B in probs:
+    for full, reps, F0, B in probs:
+        st = full.body(0)
         t0 = time.perf_counter()
-        row = cspace.row_for(model, st)
+        row = cspace.row_for(net, body, shape, st)
         out["cspace"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        solver_pgs.solve(model, st, reps, F0, B)
+        contact_solve.solve_body(pgs, reps, body, st, F0, B, model.dt)
         out["pgs"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        _, _, its, _, _ = solver_sor.solve(model, st, reps, F0, B, warm=st.warm)
+        its = contact_solve.solve_body(sor, reps, body, st, F0, B, model.dt, warm=full.warm).sweeps
         out["sor"].append(time.perf_counter() - t0)
         out["sweeps"].append(its)
         t0 = time.perf_counter()
-        V, _, its, _, _ = solver_sor.solve(model, st, reps, F0, B, warm=st.warm, cspace=row)
+        its = contact_solve.solve_body(sor, reps, body, st, F0, B, model.dt, warm=full.warm, row=row).sweeps
         out["sor+C"].append(time.perf_counter() - t0)
         out["sweeps+C"].append(its)
         # residuals of the SOR solution (without C-space: the N-space conditions)
-        A, b = pmi.system(model.mass, model.inertia_b, st.V, model.dt, F0, B)
+        A, b = pmi.system(body.mass, body.inertia_b, st.V, model.dt, F0, B)
         A_inv = np.linalg.inv(A)
         G, Cf = solver_pgs.contact_jacobians(reps.x_w, reps.n_w, st.p_w, st.R_wb)
-        bn = solver_sor.normal_targets(G, st.V, reps.d, model.dt, c.beta)
-        lam0, _ = solver_sor.warm_start(reps, Cf, st.warm)
+        bn = solver_pgs.normal_targets(G, st.V, reps.d, model.dt, c.beta)
+        lam0, _ = solver_sor.warm_start(reps, Cf, full.warm)
         lam, _, V, _, _, _ = solver_sor.sor(G, A_inv, A_inv @ b, bn, c.mu, c.sor_relaxation, c.sor_iterations,
                                             c.sor_tolerance, lam0, np.zeros(6), 0.0, 0.0)
         out["res"].append(solver_sor.residuals(G, A_inv, V, bn, c.mu, lam))
@@ -85,7 +92,7 @@ def penetration_runs(task: str):
         cfg["contact"]["solver"] = solver
         cfg["contact"]["clustering"] = "kmeans"
         model, state = scenario.build(cfg)
-        res = scenario.simulate(model, state, cfg["scenario"]["duration"])
+        res = scenario.simulate(model, scenario.record(cfg), state)
         s = scenario.summarize(res, state)
         fig = (f"advance {s['advance_per_rev_m'] * 1e3:.4f} mm/rev" if "advance_per_rev_m" in s
                else f"insertion {s['insertion_depth_m'] * 1e3:.2f} mm")

@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 
-from sim_core import pipeline, scenario
+from sim_core import scenario
+from sim_core import step as step_mod
 
 
 def main() -> None:
@@ -23,15 +24,16 @@ def main() -> None:
     a = ap.parse_args()
     for name in a.scenarios:
         model, state, cfg = scenario.load(name)
+        scen = scenario.record(cfg)
         t0 = time.perf_counter()
-        scenario.simulate(model, state, 2 * model.dt)          # compile / warm caches
+        scenario.simulate(model, scen, state, 2 * model.dt)          # compile / warm caches
         warm = time.perf_counter() - t0
         dur = a.duration if a.duration is not None else cfg["scenario"]["duration"]
-        res = scenario.simulate(model, state, dur)
+        res = scenario.simulate(model, scen, state, dur)
         print(f"\n{name}: {res.steps} steps of {model.dt * 1e3:g} ms, warm-up (compile) {warm:.2f} s, "
               f"real-time factor {res.steps * model.dt / res.wall:.2f}")
         print(f"  {'stage':12s} {'median ms':>10s} {'p99 ms':>10s} {'mean ms':>10s}")
-        rows = [(s, np.array(res.stage_times[s]) * 1e3) for s in pipeline.STAGES]
+        rows = [(s, np.array(res.stage_times[s]) * 1e3) for s in step_mod.STAGES]
         rows.append(("step", np.array(res.step_times) * 1e3))
         for s, v in rows:
             print(f"  {s:12s} {np.median(v):10.3f} {np.percentile(v, 99):10.3f} {v.mean():10.3f}")

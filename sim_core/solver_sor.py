@@ -46,7 +46,6 @@ import math
 import numpy as np
 from numba import njit
 
-from .solver_pgs import normal_targets
 
 OPEN, STICK, SLIP = 0, 1, 2
 N_COARSE = 24          # angles sampled to bracket the most dissipative slip direction

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import clustering_in, collision, contact_solve
-from .types import BodyPose
+from . import broadphase, clustering_in, contact_solve, detection
+from .types import BodyPose, Contacts
 
 ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (the default learned_fallback_depth)
 ROLLOUT_FIT_SEEDS = 10      # rollouts fit on perturbed starts 10, 11, ... and validate on 20, 21, ...
@@ -104,10 +104,19 @@ def prepare(model, data, idx) -> list:
             continue
         st = BodyPose(float(data.t[i]), data.p_w[i].copy(), quat_to_matrix(data.q_wb[i]),
                       np.concatenate([data.v_w[i], data.w_b[i]]))
-        nodes = collision.DETECTORS["nodes_sdf"](model.bodies[0], model.shapes[0], model.contact, st, model.dt).nodes
+        nodes = detected(model, st)
         if len(nodes):
             out.append((st, data.f_ext[i:j].mean(0), nodes, data.wrench[i:j].mean(0)))
     return out
+
+
+def detected(model, st) -> Contacts:
+    """The body's contact nodes at pose `st` (broad phase and detection, as the replay data
+    were compared with before speculative prediction existed)."""
+    body, shape = model.bodies[0], model.shapes[0]
+    reach = detection.reach(body, model.contact, st, model.dt)
+    ci, x_s = broadphase.candidates(body, shape, st, model.contact.margin, reach)
+    return detection.detect(shape, x_s, reach, ci)[0]
 
 
 def spread(samples: list, n: int) -> list:

@@ -1,6 +1,5 @@
 """The command line: help everywhere, assets build reproducibility, shipped assets current."""
 import hashlib
-import json
 import subprocess
 import sys
 from pathlib import Path

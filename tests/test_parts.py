@@ -382,7 +382,7 @@ def _corrupt(src: bytes, kind: str) -> bytes:
     if kind == "format":
         return src.replace(b"binary_little_endian", b"binary_big_endian", 1)
     if kind == "bad_count":
-        return src.replace(f"element face ".encode(), b"element face x", 1)
+        return src.replace("element face ".encode(), b"element face x", 1)
     if kind == "property":
         return src.replace(b"property double y", b"property float y", 1)
     if kind == "index":
