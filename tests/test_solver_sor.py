@@ -45,7 +45,7 @@ def run_on_plane(m, J, nodes_b, g_w, V0, T, steps, mu, alpha=1.0):
         A, b = pmi.system(m, J, V, T, np.concatenate([m * g_w, np.zeros(3)]), np.zeros((6, 6)))
         A_inv = np.linalg.inv(A)
         G, _ = solver_pgs.contact_jacobians(x_w, n_w, p, R)
-        bn = S.normal_targets(G, V, x_w[:, 2], T, 0.2)
+        bn = solver_pgs.normal_targets(G, V, x_w[:, 2], T, 0.2)
         lam, _, V_next, _, res, _ = S.sor(G, A_inv, A_inv @ b, bn, mu, alpha, 500, 1e-12, lam,
                                           np.zeros(6), 0.0, 0.0)
         p, R = pmi.advance(p, R, V, V_next, T)
@@ -196,7 +196,7 @@ def _random_problem(rng, m=12):
     n_w /= np.linalg.norm(n_w, axis=1, keepdims=True)
     G, _ = solver_pgs.contact_jacobians(x_w, n_w, p, R)
     d = rng.uniform(-5e-5, 5e-5, m)
-    bn = S.normal_targets(G, V_prev, d, T, 0.2)
+    bn = solver_pgs.normal_targets(G, V_prev, d, T, 0.2)
     return G, A_inv, A_inv @ b, V_prev, bn
 
 
@@ -236,7 +236,7 @@ def test_frictionless_velocity_agrees_with_pgs():
     for _ in range(20):
         G, A_inv, V_free, V_prev, _ = _random_problem(rng, m=8)
         d = rng.uniform(-5e-5, 5e-5, 8)
-        bn = S.normal_targets(G, V_prev, d, T, beta)
+        bn = solver_pgs.normal_targets(G, V_prev, d, T, beta)
         _, _, V_sor, _, _, _ = S.sor(G, A_inv, V_free, bn, 0.0, 1.0, 20000, 1e-12,
                                      np.zeros((8, 3)), np.zeros(6), 0.0, 0.0)
         _, V_pgs, _ = solver_pgs.pgs(G, A_inv, V_free, V_prev, d, T, 0.0, beta, 20000, 1e-12,
