@@ -382,3 +382,48 @@ def _bolting_figures(res: RunResult, revolutions: float = 3.0) -> dict:
     if turned[i1] > 0:
         out["advance_per_rev_m"] = float((z[i0] - z[i1]) / turned[i1])
     return out
+
+
+# --- scenes: several scenarios' parts in one world -------------------------------------------
+@dataclass(frozen=True)
+class Scene:
+    """Several scenarios' parts side by side in one world: body i and shape i are scenario
+    i's moving and static part, shifted by ``offsets[i]``; each body follows its own
+    scenario's waypoints (shifted the same way)."""
+    model: Model
+    start: State
+    parts: tuple                   # (Scenario, ...) per body
+    offsets: np.ndarray            # (B,3) m, where each scenario's world origin sits
+
+
+def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
+    """One world of the parts of several validated scenario configs (arm off: the drive moves
+    each part), scenario i's origin at ``offsets[i]``.  Their [contact] tables must agree
+    (one set of solver parameters per world)."""
+    offsets = np.asarray(offsets, dtype=np.float64).reshape(len(cfgs), 3)
+    models, starts = [], []
+    for k, cfg in enumerate(cfgs):
+        if cfg["arm"]["robot"] != "off":
+            raise config_mod.ConfigError(f"{src}: scenario {k}: arm.robot = {cfg['arm']['robot']!r}: "
+                                         "a scene moves its parts by their drives (arm.robot = \"off\")")
+        if cfg["contact"] != cfgs[0]["contact"]:
+            raise config_mod.ConfigError(f"{src}: scenario {k}: its [contact] table differs from scenario 0's")
+        m, s = build(cfg, f"{src} (scenario {k})")
+        models.append(m)
+        starts.append(s)
+    shapes = tuple(replace(m.shapes[0], p_ws=m.shapes[0].p_ws + o) for m, o in zip(models, offsets))
+    pairs = tuple(replace(m.pairs[0], body=k, shape=k) for k, m in enumerate(models))
+    model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=shapes, pairs=pairs,
+                  contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
+                                                         np.vstack([m.drive.D for m in models])),
+                  dt=models[0].dt)
+    start = State(0.0, np.vstack([s.p_w for s in starts]) + offsets, np.concatenate([s.R_wb for s in starts]),
+                  np.vstack([s.V for s in starts]))
+    return Scene(model, start, tuple(record(c) for c in cfgs), offsets)
+
+
+def scene_inputs(sc: Scene, t: float) -> Inputs:
+    """Every body's set pose at time t: its scenario's waypoints, shifted by its offset."""
+    each = [inputs_at(s, t) for s in sc.parts]
+    return Inputs(np.vstack([i.p_set_w for i in each]) + sc.offsets, np.concatenate([i.R_set_w for i in each]),
+                  np.vstack([i.v_set_w for i in each]), np.vstack([i.w_set_w for i in each]))

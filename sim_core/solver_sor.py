@@ -305,8 +305,11 @@ def warm_start(contacts, Cf: np.ndarray, warm) -> tuple[np.ndarray, float]:
         return lam0, 0.0
     if m and len(warm.x_w):
         # contacts of different bodies never match: each body's points are shifted far apart
-        x_now = contacts.x_w + BODY_APART * contacts.bodies()[:, None]
-        x_prev = warm.x_w + BODY_APART * warm.body[:, None]
+        x_now, x_prev = contacts.x_w, warm.x_w
+        b_now, b_prev = contacts.bodies(), warm.body
+        if b_now.any() or b_prev.any():
+            x_now = x_now + BODY_APART * b_now[:, None]
+            x_prev = x_prev + BODY_APART * b_prev[:, None]
         if m * len(x_prev) <= 4096:             # a few clusters: all pairs
             d2 = ((x_now[:, None, :] - x_prev[None, :, :]) ** 2).sum(-1)
             j = d2.argmin(1)

@@ -10,8 +10,8 @@ It reads as its stages:
    (``clustering.CLUSTERINGS``);
 4. **C-space** -- the pair's C-space constraint row, when a network is configured (``cspace``);
 5. **blocks** -- every body's PMI block, the arm folded in (``dynamics.assemble``);
-6. **solving** -- the configured solver on the Delassus operator of all contacts
-   (``contact_solve.SOLVERS``);
+6. **solving** -- the configured solver on the Delassus operator of the contacts, island by
+   island (``contact_solve.SOLVERS``, ``islands``);
 7. **integration** -- poses and the arm's joints (``dynamics.integrate``).
 
 ``dt`` is an argument (the model's is only the default), so a variable step needs nothing else.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import clustering, collision, cspace, dynamics
-from .contact_solve import SOLVERS
+from .contact_solve import SOLVERS, Solution
 from .solver_pgs import world_jacobians
 from .types import Contacts, Inputs, Model, State, Warm
 
@@ -122,11 +122,10 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     system = dynamics.assemble(model, state, inp, dt, loads)
     laps.lap("arm")
     c = found.contacts
-    G, Cf = world_jacobians(c.x_w, c.n_w, c.bodies(), c.others(), state.p_w, state.R_wb)
-    sol = SOLVERS[model.contact.solver](model.contact, c, G, Cf, system.A, system.b, state.V.reshape(-1), dt,
-                                        state.warm, row)
+    on = c.bodies()
+    sol = solve(model, state, c, on, system, row, dt)
     laps.lap("solving")
-    warm = Warm(c.x_w, sol.forces_w, c.bodies(), sol.lam_c)
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c)
     if system.arm is None:
         nxt, tau, grasp = dynamics.integrate(model, state, sol.V, dt, warm), np.zeros(0), 0.0
     else:
@@ -135,6 +134,65 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
         grasp = system.arm.grasp_error
     laps.lap("integration")
     return nxt, info_of(model, found, sol, laps, tau, grasp, dt)
+
+
+def islands(n_bodies: int, on: np.ndarray, other: np.ndarray) -> list[np.ndarray]:
+    """Groups of bodies that share a constraint: contacts between two bodies join them (a
+    body's contacts with the world and its own couplings -- the arm's grasp -- do not).  Each
+    island is solved on its own, so a body's solution does not depend on what else is in the
+    world: the same arithmetic as a world of that island alone (the one-world test checks
+    two pegs in two holes against their single runs)."""
+    parent = list(range(n_bodies))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    for a, b in zip(on[other >= 0], other[other >= 0]):
+        parent[root(int(a))] = root(int(b))
+    groups: dict[int, list[int]] = {}
+    for i in range(n_bodies):
+        groups.setdefault(root(i), []).append(i)
+    return [np.array(g, np.int64) for g in groups.values()]
+
+
+def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, dt: float):
+    """Stage 6: the configured solver per island (``islands``), assembled into one solution."""
+    solver = SOLVERS[model.contact.solver]
+    other = c.others()
+    V_prev = state.V.reshape(-1)
+    if model.n_bodies == 1:
+        G, Cf = world_jacobians(c.x_w, c.n_w, on, other, state.p_w, state.R_wb)
+        return solver(model.contact, c, G, Cf, system.A, system.b, V_prev, dt, state.warm, row)
+    groups = islands(model.n_bodies, on, other)
+    n, m = 6 * model.n_bodies, len(c)
+    V, gen = np.empty(n), np.zeros(n)
+    lam, forces = np.zeros((m, 3)), np.zeros((m, 3))
+    sweeps, lam_c = 0, 0.0
+    local = np.full(model.n_bodies, -1, np.int64)
+    for g in groups:
+        local[:] = -1
+        local[g] = np.arange(g.size)
+        cols = (6 * g[:, None] + np.arange(6)).ravel()
+        rows = np.flatnonzero(local[on] >= 0)
+        # the island as a world of its own: its bodies renumbered from 0
+        sub = Contacts(c.x_w[rows], c.n_w[rows], c.d[rows], None, local[on[rows]],
+                       np.where(other[rows] >= 0, local[np.maximum(other[rows], 0)], other[rows]))
+        G, Cf = world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
+        warm = None
+        if state.warm is not None:
+            keep = local[state.warm.body] >= 0
+            warm = Warm(state.warm.x_w[keep], state.warm.f_w[keep], local[state.warm.body[keep]], state.warm.lam_c)
+        row_g = None
+        if row is not None and np.any(row[0][cols]):
+            row_g = (row[0][cols], row[1])
+        s = solver(model.contact, sub, G, Cf, system.A[np.ix_(cols, cols)], system.b[cols], V_prev[cols], dt,
+                   warm, row_g)
+        V[cols], gen[cols] = s.V, s.generalized
+        lam[rows], forces[rows] = s.lam, s.forces_w
+        sweeps, lam_c = max(sweeps, s.sweeps), lam_c + s.lam_c
+    return Solution(V, lam, forces, gen, sweeps, lam_c)
 
 
 def info_of(model: Model, found: Found, sol, laps: Laps, tau=np.zeros(0), grasp_error: float = 0.0,
