@@ -111,18 +111,18 @@ def test_cli_headless_summary_and_json(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_default_clustering_holds_the_thread_from_perturbed_starts(seed):
-    """The default (learned clustering with its k-means safety net) keeps the nut in the
-    thread whatever its phase and offset at landing (``scenario.perturbed``): advance per
-    turn within the issue's 5 % of the pitch, and no node a full millimetre in.  Measured:
-    the networks alone skip the thread from some of these starts (bench/closed_loop_clustering.py)."""
+    """The default (patch clustering with its safety net) keeps the nut in the thread whatever
+    its phase and offset at landing (``scenario.perturbed``): advance per turn within the
+    issue's 5 % of the pitch, and no node a full millimetre in.  Measured: the learned
+    networks alone skip the thread from some of these starts (bench/closed_loop_clustering.py)."""
     cfg = scenario.perturbed(scenario.config_mod.load(scenario.scenario_path("bolting")), seed)
     model, state = scenario.build(cfg, f"bolting (perturbed start {seed})")
-    assert model.contact.clustering == "learned"
+    assert model.contact.clustering == "patches"
     res = scenario.simulate(model, scenario.record(cfg), state)
     s = scenario.summarize(res, state)
     assert s["advance_per_rev_m"] == pytest.approx(PITCH, rel=ADVANCE_TOL)
     assert 0.0 <= _true_penetration(s) < PENETRATION_SANITY
-    assert s["learned_fallback_steps"] < 0.1 * s["clustered_steps"]    # the networks did the work
+    assert s["learned_fallback_steps"] < 0.1 * s["clustered_steps"]    # the patches did the work
 
 
 def test_perturbed_starts_are_seeded_and_leave_the_config_alone():
