@@ -64,7 +64,7 @@ def cmd_session(a) -> int:
     log = a.log or f"tightsim-{Path(a.scenario).stem}-{_time.strftime('%Y%m%d-%H%M%S')}.mcap"
     on_frame = None
     if not a.headless and _has_display():
-        from app.view_session import make_renderer
+        from app.view.session import make_renderer
         on_frame = make_renderer(a.scenario)
     elif not a.headless:
         print("tightsim: no display: session runs headless", file=sys.stderr)
@@ -80,14 +80,14 @@ def cmd_run(a) -> int:
     if a.device or (not a.headless and _has_display()):
         a.device = a.device or "keyboard"          # a window: the keyboard/mouse fallback
         return cmd_session(a)
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     model, state, cfg = scenario.load(a.scenario)
     if not a.headless:
         print("tightsim: running headless (no display)", file=sys.stderr)
     duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
     log = None
     if a.log:
-        from app.log import LogWriter
+        from sim_core.io.log import LogWriter
         log = LogWriter(a.log)
         log.put("/config", 0.0, cfg)
         log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
@@ -130,7 +130,7 @@ def _training_has(module: str, what: str) -> bool:
 def cmd_train_sdf(a) -> int:
     import time
 
-    from sim_core import train_sdf
+    from sim_core.learning import train_sdf
     from sim_core.geometry import profiles
     from sim_core.geometry.sdf import exact_sdf
     from sim_core.paths import assets_dir
@@ -157,7 +157,7 @@ def cmd_train_sdf(a) -> int:
 
 
 def cmd_train_cspace(a) -> int:
-    from sim_core import train_cspace
+    from sim_core.learning import train_cspace
     from sim_core.paths import assets_dir
     if not _training_has("torch", "cspace"):
         return 2
@@ -174,8 +174,8 @@ def cmd_train_cspace(a) -> int:
 
 
 def cmd_data_reference(a) -> int:
-    from sim_core import reference_data
-    from sim_core.progress import Progress
+    from sim_core.learning import reference_data
+    from sim_core.io.progress import Progress
     if a.task == "table2":                   # seed 000 Table II: the bolting task on each perturbed pair
         jobs = [("bolting", pair, f"bolting_{pair[0][5:]}_reference.mcap") for pair in reference_data.table2_pairs()]
     else:
@@ -192,7 +192,7 @@ def cmd_data_reference(a) -> int:
 
 
 def cmd_train_clustering(a) -> int:
-    from sim_core import train_clustering
+    from sim_core.learning import train_clustering
     from sim_core.paths import assets_dir
     if not _training_has("cma", "clustering"):
         return 2
@@ -214,7 +214,8 @@ def cmd_train_clustering(a) -> int:
 
 
 def cmd_replay(a) -> int:
-    from app.log import read_log, replay
+    from app.replay import replay
+    from sim_core.io.log import read_log
     log = read_log(a.log)
     n, ep, ev = replay(log, verify=a.verify)
     print(f"replayed {n} physics steps from {a.log}" + (" (log was cut; replayed up to the cut)" if log.truncated else ""))
@@ -227,7 +228,7 @@ def cmd_replay(a) -> int:
 
 
 def cmd_log_info(a) -> int:
-    from app.log import info, read_log
+    from sim_core.io.log import info, read_log
     print(info(read_log(a.log)))
     return 0
 

@@ -25,9 +25,9 @@ import traceback
 
 import numpy as np
 
-from .layout import PROXY, TICK
-from .loops import sleep_until, try_realtime
-from .shm import Ring, SeqSlot
+from sim_core.io.records import PROXY, TICK
+from app.loops import sleep_until, try_realtime
+from sim_core.io.shm import Ring, SeqSlot
 
 T_HAPTIC = 1e-3
 ORPHAN_CHECK_TICKS = 50     # every 50 ms: if the session process died, stop (zero force)

@@ -22,8 +22,8 @@ from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
 from sim_core.types import Inputs, State
 
-from .layout import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
-from .loops import RateStats, sleep_until
+from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
+from app.loops import RateStats, sleep_until
 
 
 def proxy_inputs(v: np.ndarray) -> Inputs:

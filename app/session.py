@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .layout import PHYS, PROXY, SNAPSHOT, TICK
-from .loops import sleep_until, try_realtime
-from .shm import Ring, SeqSlot, StopFlag
+from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
+from app.loops import sleep_until, try_realtime
+from sim_core.io.shm import Ring, SeqSlot, StopFlag
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG_PERIOD_S
 PHYS_RING_CAPACITY = 1024     # 10 s of physics steps
@@ -75,8 +75,8 @@ def start_state(spec: dict):
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
-    from sim_core import scenario
-    from . import physics_loop
+    from sim_core.scenarios import scenario
+    from app import physics_loop
     from haptics.local_contact import PACKED_SIZE
 
     if spec.get("realtime", True):
@@ -132,8 +132,8 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
 def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
     """Logger process: drains the haptic and physics rings into the MCAP log every
     ``LOG_PERIOD_S``, so neither loop ever waits on JSON encoding or the disk."""
-    from app.log import LogWriter
-    from . import physics_loop
+    from sim_core.io.log import LogWriter
+    from app import physics_loop
     ticks = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
     phys = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
     log = LogWriter(spec["log"])
@@ -169,7 +169,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
     loop's body when there is a view (called about every ``frame_period``)."""
     from haptics.local_contact import PACKED_SIZE
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     from devices.base import open_device
 
     from sim_core import step as step_mod
@@ -215,7 +215,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     rt_flag = ctx.Value("b", 0)
     phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),
                        name="tightsim-physics", daemon=True)
-    from .haptic_loop import haptic_main
+    from app.haptic_loop import haptic_main
     hapt = ctx.Process(target=haptic_main, args=(spec, stop, status, go), name="tightsim-haptic", daemon=True)
     logger = None
     log_out = ctx.Queue()
@@ -300,7 +300,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
 
 
 def _haptic_timing(path: str, key: str) -> np.ndarray:
-    from .log import read_log
+    from sim_core.io.log import read_log
     log = read_log(path)
     return np.array([m[key] for _, m in log.messages("/timing") if m.get("loop") == "haptic"][1:])
 

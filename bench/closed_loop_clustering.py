@@ -25,7 +25,8 @@ import argparse
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 import numpy as np  # noqa: E402
 
-from sim_core import config as config_mod, scenario  # noqa: E402
+from sim_core import config as config_mod  # noqa: E402
+from sim_core.scenarios import scenario
 from sim_core.paths import scenario_path  # noqa: E402
 
 MODES = {"none": ("none", None), "patches": ("patches", None), "patches, no net": ("patches", 1.0), "learned": ("learned", None),

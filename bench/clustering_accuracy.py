@@ -34,8 +34,11 @@ import numpy as np  # noqa: E402
 
 from dataclasses import replace  # noqa: E402
 
-from sim_core import (clustering, clustering_in, contact_solve,  # noqa: E402
-                      train_clustering as TC, wrench_data)
+from sim_core.contact import clustering
+from sim_core.contact import interaction_networks as clustering_in
+from sim_core.contact import solvers as contact_solve
+from sim_core.learning import train_clustering as TC
+from sim_core.learning import wrench_data
 from sim_core.paths import assets_dir  # noqa: E402
 
 METHODS = {  # key -> (label, clustering, solver)
@@ -100,7 +103,7 @@ def rmse(e, sl=slice(0, 3)) -> float:
 
 def plot_errors(series: dict, path: str, size=(900, 520)) -> None:
     """Fig. 9-like: |force error| per held-out sample, one panel per task."""
-    from app.view_png import write_png
+    from sim_core.io.png import write_png
     W, H = size
     img = np.full((H, W, 3), 255, np.uint8)
     ph = H // len(series)
@@ -120,7 +123,7 @@ def plot_errors(series: dict, path: str, size=(900, 520)) -> None:
 
 def plot_bars(rows: list, path: str, size=(900, 360)) -> None:
     """Fig. 14-like: force RMSE per Table II pair, learned (red) beside K-means + PGS (black)."""
-    from app.view_png import write_png
+    from sim_core.io.png import write_png
     W, H = size
     img = np.full((H, W, 3), 255, np.uint8)
     pad = 20

@@ -36,7 +36,7 @@ FP_SLACK_M = 1e-5       # a reported penetration is false only if the exact SDF 
 
 def record_poses(task: str, min_poses: int) -> tuple[list, object]:
     """(R_wb, p_w) of every step of headless runs of `task` and variants; and the model."""
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     model, state, cfg = scenario.load(task)
     poses = []
     variants = [(0.0, 0.0), (37.0, 1.5e-4), (-71.0, -1.5e-4), (113.0, 3e-4), (151.0, -3e-4)]
@@ -118,7 +118,10 @@ def time_fcl(o_moving, o_static, R, p, repeat: int):
 def run_task(task: str, min_poses: int, repeat: int) -> dict:
     import json
 
-    from sim_core import broadphase, detection, neural_sdf, scenario
+    from sim_core.collision import broadphase
+    from sim_core.collision import detection
+    from sim_core.collision import neural_sdf
+    from sim_core.scenarios import scenario
     from sim_core.geometry import profiles
     from sim_core.geometry.assets import load_mesh
     from sim_core.types import BodyPose

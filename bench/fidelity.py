@@ -18,7 +18,7 @@ import argparse
 import math
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
-from sim_core import fidelity as F
+from sim_core.scenarios import fidelity as F
 from sim_core.geometry.profiles import ThreadSpec
 
 THREAD = ThreadSpec()          # the bolting scenario's M48x5 (d2, lead) for the closed forms

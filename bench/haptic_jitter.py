@@ -50,7 +50,7 @@ FRAMES = [0]
 
 def make_on_frame(scenario_name):
     """Render loop body drawing the session's snapshot with the OpenGL view (counts frames)."""
-    from app.view_session import make_renderer
+    from app.view.session import make_renderer
     draw = make_renderer(scenario_name)
 
     def on_frame(sv, pv):

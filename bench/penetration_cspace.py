@@ -21,7 +21,8 @@ import copy
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 import numpy as np  # noqa: E402
 
-from sim_core import broadphase, scenario  # noqa: E402
+from sim_core.collision import broadphase  # noqa: E402
+from sim_core.scenarios import scenario
 from sim_core import step as step_mod  # noqa: E402
 from sim_core.types import Inputs  # noqa: E402
 
@@ -81,7 +82,7 @@ def disturbed_run(task: str, cspace: str, start, cfg, duration: float, seed: int
 def plot_png(series: dict, path: str, size=(900, 520)) -> None:
     """Time series of the mean penetration, one panel per task: N-space only (black) and
     N-space + C-space (red), like seed 000 Fig. 8."""
-    from app.view_png import write_png
+    from sim_core.io.png import write_png
     W, H = size
     img = np.full((H, W, 3), 255, np.uint8)
     panels = list(series.items())

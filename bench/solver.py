@@ -26,7 +26,13 @@ import numpy as np  # noqa: E402
 
 from dataclasses import replace  # noqa: E402
 
-from sim_core import contact_solve, cspace, dynamics, pmi, scenario, solver_pgs, solver_sor  # noqa: E402
+from sim_core.contact import solvers as contact_solve  # noqa: E402
+from sim_core.contact import cspace
+from sim_core.dynamics import blocks as dynamics
+from sim_core.dynamics import pmi
+from sim_core.scenarios import scenario
+from sim_core.contact import solver_pgs
+from sim_core.contact import solver_sor
 
 TARGET_MS = 0.5
 

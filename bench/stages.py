@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from sim_core import scenario
+from sim_core.scenarios import scenario
 from sim_core import step as step_mod
 
 

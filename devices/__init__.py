@@ -4,6 +4,6 @@
 ``Capability`` (units, safe limits) -- see ``devices/base.py``.  Drivers are imported lazily
 by the factory, so ``import devices`` needs neither pyserial nor hidapi.
 """
-from .base import Capability, Device, DeviceFault, DeviceSample, open_device
+from devices.base import Capability, Device, DeviceFault, DeviceSample, open_device
 
 __all__ = ["Capability", "Device", "DeviceFault", "DeviceSample", "open_device"]

@@ -259,40 +259,49 @@ def clamp_to_ball(p: np.ndarray, radius: float) -> np.ndarray:
     return p * (radius / n) if n > radius else p
 
 
-# -- the factory -----------------------------------------------------------------------
+# -- the registry ----------------------------------------------------------------------
+# A driver joins by decorating its factory with ``@register(KIND, "SPEC help")`` in its own
+# module of this package; ``open_device`` imports the package's modules once to collect them,
+# so a new driver is one new file (nothing here names the drivers).
+DRIVERS: dict = {}          # kind -> (factory(arg, **kw) -> Device, whether it takes an argument, help)
 
-SPEC_HELP = ("keyboard, scripted:NAME (approach_and_turn, insert, adversarial:KIND[:SEED]), "
-             "replay:PATH (.npz or .mcap), serial:PORT, spacemouse[:HIDPATH]")
+
+def register(kind: str, help: str, needs_arg: bool = True):
+    def deco(factory):
+        DRIVERS[kind] = (factory, needs_arg, help)
+        return factory
+    return deco
+
+
+def _discover() -> None:
+    import importlib
+    import pkgutil
+
+    import devices
+    for m in pkgutil.iter_modules(devices.__path__):
+        if m.name != "base":
+            importlib.import_module(f"devices.{m.name}")   # a driver that cannot import is a bug: let it show
+
+
+def spec_help() -> str:
+    if not DRIVERS:
+        _discover()
+    return ", ".join(h for _, (_, _, h) in sorted(DRIVERS.items()) if h)
 
 
 def open_device(spec: str, **kw) -> Device:
-    """Build and open a device from a spec string; ``kw`` goes to the driver's constructor.
+    """Build and open a device from a spec string ``KIND[:ARG]``; ``kw`` goes to the driver.
 
     ``"keyboard"``, ``"scripted:approach_and_turn"``, ``"scripted:adversarial:random:7"``,
     ``"replay:session.mcap"``, ``"serial:/dev/ttyACM0"``, ``"spacemouse"``.
     A bad spec raises ValueError; a device that cannot be opened raises DeviceFault.
     """
+    if not DRIVERS:
+        _discover()
     kind, _, arg = spec.partition(":")
-    if kind == "keyboard" and not arg:
-        from .keyboard import KeyboardDevice
-        dev: Device = KeyboardDevice(**kw)
-    elif kind == "scripted" and arg:
-        from .scripted import scripted_device
-        dev = scripted_device(arg, **kw)
-    elif kind == "replay" and arg:
-        from .replay import ReplayDevice, load_samples
-        dev = ReplayDevice(load_samples(arg), **kw)
-    elif kind == "serial" and arg:
-        from .serial_inverse3 import Inverse3Serial
-        dev = Inverse3Serial(arg, **kw)
-    elif kind == "shared" and arg:
-        from .keyboard import KEYBOARD_CAPABILITY
-        from .shared import SharedSampleDevice
-        dev = SharedSampleDevice(arg, kw.pop("capability", KEYBOARD_CAPABILITY))
-    elif kind == "spacemouse":
-        from .spacemouse import SpaceMouse
-        dev = SpaceMouse(path=arg or None, **kw)
-    else:
-        raise ValueError(f"device spec {spec!r}: expected one of {SPEC_HELP}")
+    entry = DRIVERS.get(kind)
+    if entry is None or (entry[1] and not arg) or (entry[1] is None and arg):
+        raise ValueError(f"device spec {spec!r}: expected one of {spec_help()}")
+    dev = entry[0](arg, **kw)
     dev.open()
     return dev

@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import inverse3_protocol as proto
+from devices import inverse3_protocol as proto
 
 MODES = ("normal", "silent", "garbage")
 

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .base import Capability, Device, DeviceSample, clamp_to_ball, quat_about_z
+from devices.base import Capability, Device, DeviceSample, clamp_to_ball, quat_about_z, register
 
 KEYBOARD_CAPABILITY = Capability(
     # no force output; the force limits bound what the HUD shows, the gains what the
@@ -121,3 +121,8 @@ class KeyboardDevice(Device):
 
     def _apply_force(self, wrench: np.ndarray) -> None:
         pass                                     # no actuator; last_wrench keeps it for the HUD
+
+
+@register("keyboard", "keyboard", needs_arg=None)
+def _open_keyboard(arg: str, **kw) -> KeyboardDevice:
+    return KeyboardDevice(**kw)

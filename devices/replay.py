@@ -9,7 +9,7 @@ with the forces the live session logged.
 
 Sources: any iterable of samples, or a file through ``load_samples``:
 ``.npz`` (``save_samples``; arrays t, p, q, v, w, buttons) or ``.mcap`` (a session log; its
-``/device`` topic, read with ``app.log.read_log`` -- JSON floats round-trip bit for bit).
+``/device`` topic, read with ``sim_core.io.log.read_log`` -- JSON floats round-trip bit for bit).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .base import Capability, Device, DeviceFault, DeviceSample
+from devices.base import Capability, Device, DeviceFault, DeviceSample, register
 
 REPLAY_CAPABILITY = Capability(
     name="replay", dof_in=6, dof_out=6, max_force=20.0, max_torque=1.0, max_stiffness=5000.0,
@@ -88,7 +88,7 @@ def load_samples(path: str | Path) -> list[DeviceSample]:
     """
     path = Path(path)
     if path.suffix == ".mcap":
-        from app.log import read_log      # the session log format is owned by app/
+        from sim_core.io.log import read_log  # the session log format (bottom layer)
         log = read_log(path)
         out = []
         for i, (_, msg) in enumerate(log.messages("/device")):
@@ -112,3 +112,8 @@ def load_samples(path: str | Path) -> list[DeviceSample]:
         raise ValueError(f"{path}: array buttons has shape {b.shape}, expected ({n},)")
     return [DeviceSample(t=float(t[i]), p=p[i], q=q[i], v=v[i], w=w[i], buttons=int(b[i]))
             for i in range(n)]
+
+
+@register("replay", "replay:PATH (.npz or .mcap)")
+def _open_replay(arg: str, **kw) -> ReplayDevice:
+    return ReplayDevice(load_samples(arg), **kw)

@@ -33,8 +33,8 @@ from typing import Callable
 
 import numpy as np
 
-from .base import (Capability, Device, DeviceSample, clamp_to_ball, quat_about_z,
-                   quat_from_rotvec, quat_mul, quat_to_rotvec)
+from devices.base import (Capability, Device, DeviceSample, clamp_to_ball, quat_about_z, quat_from_rotvec, quat_mul,
+                          quat_to_rotvec, register)
 
 SCRIPTED_CAPABILITY = Capability(
     name="scripted", dof_in=6, dof_out=6, max_force=20.0, max_torque=1.0, max_stiffness=5000.0,
@@ -298,3 +298,8 @@ def scripted_device(name: str, **kw) -> ScriptedDevice:
         raise ValueError(f"scripted device {name!r}: expected approach_and_turn, insert or "
                          f"adversarial:KIND[:SEED] with KIND in {', '.join(ADVERSARIAL_KINDS)}")
     return ScriptedDevice(traj, **dev_kw)
+
+
+@register("scripted", "scripted:NAME (approach_and_turn, insert, adversarial:KIND[:SEED])")
+def _open_scripted(arg: str, **kw) -> ScriptedDevice:
+    return scripted_device(arg, **kw)

@@ -37,8 +37,8 @@ from typing import Callable
 import numpy as np
 import serial
 
-from . import inverse3_protocol as proto
-from .base import IDENTITY_Q, Capability, Device, DeviceFault, DeviceSample
+from devices import inverse3_protocol as proto
+from devices.base import IDENTITY_Q, Capability, Device, DeviceFault, DeviceSample, register
 
 INVERSE3_CAPABILITY = Capability(
     # Conservative defaults, NOT vendor figures: a desktop 3-DOF arm renders a few newtons
@@ -275,3 +275,8 @@ class Inverse3Serial(Device):
         self.fault_time = now
         self._last_wrench = np.zeros(6)
         raise DeviceFault(self.fault)
+
+
+@register("serial", "serial:PORT")
+def _open_serial(arg: str, **kw) -> Inverse3Serial:
+    return Inverse3Serial(arg, **kw)

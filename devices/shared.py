@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Capability, Device, DeviceFault, DeviceSample
+from devices.base import Capability, Device, DeviceFault, DeviceSample, register
 
 SAMPLE_SIZE = 15
 
@@ -40,7 +40,7 @@ class SharedSampleDevice(Device):
         self._last: DeviceSample | None = None
 
     def open(self) -> None:
-        from app.shm import SeqSlot
+        from sim_core.io.shm import SeqSlot
         try:
             self._slot = SeqSlot(SAMPLE_SIZE, name=self.slot_name, create=False)
         except FileNotFoundError:
@@ -64,3 +64,10 @@ class SharedSampleDevice(Device):
             self._slot.close()
             self._slot = None
         super().close()
+
+
+@register("shared", "")
+def _open_shared(arg: str, **kw) -> SharedSampleDevice:
+    """The keyboard's samples handed over by the main process (a session's own wiring)."""
+    from devices.keyboard import KEYBOARD_CAPABILITY
+    return SharedSampleDevice(arg, kw.pop("capability", KEYBOARD_CAPABILITY))

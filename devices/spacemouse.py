@@ -39,8 +39,8 @@ from collections import deque
 
 import numpy as np
 
-from .base import (Capability, Device, DeviceFault, DeviceSample, clamp_to_ball, quat_from_rotvec,
-                   quat_mul)
+from devices.base import (Capability, Device, DeviceFault, DeviceSample, clamp_to_ball, quat_from_rotvec, quat_mul,
+                          register)
 
 log = logging.getLogger(__name__)
 
@@ -215,3 +215,8 @@ class RecordedHID:
 
     def close(self) -> None:
         self.closed = True
+
+
+@register("spacemouse", "spacemouse[:HIDPATH]", needs_arg=False)
+def _open_spacemouse(arg: str, **kw) -> SpaceMouse:
+    return SpaceMouse(path=arg or None, **kw)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .coupling import ENERGY, Coupling, CouplingState, coupling_kernel
-from .local_contact import LocalContact
-from .proxy import Proxy, proxy_kernel
+from haptics.coupling import ENERGY, Coupling, CouplingState, coupling_kernel
+from haptics.local_contact import LocalContact
+from haptics.proxy import Proxy, proxy_kernel
 
 
 @dataclass(frozen=True)

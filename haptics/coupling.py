@@ -65,7 +65,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from sim_core.math3d import exp_so3, log_so3
+from sim_core.math.so3 import exp_so3, log_so3
 
 # slots of CouplingState.scal
 T_ELAPSED, ENERGY, CLUTCHED, CLUTCH_GAIN, ANCHORED, PC_ALPHA_LIN, PC_ALPHA_ROT, PC_BOUNDED, \

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from sim_core.math3d import log_so3
+from sim_core.math.so3 import log_so3
 
 MAX_CONTACTS = 32
 FORMAT_VERSION = 1.0

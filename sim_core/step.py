@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import clustering, collision, cspace, dynamics
-from .contact_solve import SOLVERS, Solution
-from .solver_pgs import world_jacobians
-from .types import Contacts, Inputs, Model, State, Warm
+from sim_core.contact import clustering
+from sim_core.collision import detectors as collision
+from sim_core.contact import cspace
+from sim_core.dynamics import blocks as dynamics
+from sim_core.contact.solvers import SOLVERS, Solution
+from sim_core.contact.solver_pgs import world_jacobians
+from sim_core.types import Contacts, Inputs, Model, State, Warm
 
 STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
 

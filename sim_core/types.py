@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:                  # types only: this module imports no stage
-    from .clustering_in import INClustering
-    from .cspace import CSpaceNet
-    from .dynamics import ArmSystem
+    from sim_core.contact.interaction_networks import INClustering
+    from sim_core.contact.cspace import CSpaceNet
+    from sim_core.dynamics.blocks import ArmSystem
 
 WORLD = -1      # the "other body" of a contact with a world-fixed shape
 

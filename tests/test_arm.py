@@ -9,8 +9,9 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
-from sim_core.robot import control, panda  # noqa: E402
-from sim_core.robot.arm import Arm  # noqa: E402
+from sim_core.systems.arm import control  # noqa: E402
+from sim_core.systems.arm import panda
+from sim_core.systems.arm.arm import Arm  # noqa: E402
 
 ENERGY_REL = 1e-6      # the issue's bound over 10,000 free steps at T = 10 ms
 FK_TOL = 1e-12         # m: two evaluations of the same DH chain differ by rounding only
@@ -172,7 +173,7 @@ def test_torque_and_joint_limits_hold_for_an_unreachable_set_pose():
 
 
 def test_bad_robot_files_give_one_line_errors(tmp_path):
-    from sim_core.robot.arm import RobotFileError
+    from sim_core.systems.arm.arm import RobotFileError
     cases = {"missing.urdf": None, "junk.urdf": "<robot name='x'><link", "short.urdf":
              panda.urdf_text(False).replace('<joint name="joint7"', '<joint name="jointX"')}
     for name, text in cases.items():
@@ -193,7 +194,7 @@ def test_the_shipped_urdf_is_the_one_the_model_describes():
 def test_infinite_turn_gripper_turns_the_tool_while_the_wrist_holds_still():
     """Bolting: five turns of the tool about its axis at one per second come from the gripper
     joint alone; the tool point stays put and joints 1-7 keep their angles."""
-    from sim_core.math3d import rot_axis_angle
+    from sim_core.math.so3 import rot_axis_angle
     arm = Arm(gripper_joint=True, base_p=np.array([-0.45, 0.0, -0.2]))
     R0, p0 = rot_axis_angle([1, 0, 0], np.pi), np.array([0.0, 0.0, 0.15])
     q = arm.solve_ik(R0, p0, Q0 + [0.0])

@@ -8,7 +8,10 @@ import pytest
 
 from collections import namedtuple
 
-from sim_core import broadphase, clustering_in as CI, detection, scenario
+from sim_core.collision import broadphase
+from sim_core.contact import interaction_networks as CI
+from sim_core.collision import detection
+from sim_core.scenarios import scenario
 from sim_core.types import BodyPose
 
 Pair = namedtuple("Pair", "body shape")

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
-from sim_core import scenario  # noqa: E402
+from sim_core.scenarios import scenario  # noqa: E402
 from sim_core import step as step_mod  # noqa: E402
 
 GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of contact stretch it 0.3 mm
@@ -76,7 +76,8 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     k-means' deepest members."""
     from dataclasses import replace
 
-    from sim_core import clustering, collision
+    from sim_core.contact import clustering
+    from sim_core.collision import detectors as collision
     for name in ("peg_in_hole", "bolting"):
         model, _, _ = scenario.load(name)
         body = model.bodies[0]
@@ -110,7 +111,9 @@ def test_learned_clustering_contacts_are_the_networks():
     and the step says so.  k-means stays selectable."""
     from dataclasses import replace
 
-    from sim_core import clustering, clustering_in, collision
+    from sim_core.contact import clustering
+    from sim_core.contact import interaction_networks as clustering_in
+    from sim_core.collision import detectors as collision
     for name in ("peg_in_hole", "bolting"):
         _, _, cfg = scenario.load(name)
         cfg["contact"]["clustering"] = "learned"
@@ -156,8 +159,9 @@ def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
     """The learned clustering's f input is the drive's pull F0 - B V on the part (part alone)
     and the grasp's wrench G^T (K_c e + (K_c T/2 + D_c) e_dot) in the complete step, computed
     here independently from the arm's forward kinematics."""
-    from sim_core import clustering_in, dynamics
-    from sim_core.math3d import log_so3
+    from sim_core.contact import interaction_networks as clustering_in
+    from sim_core.dynamics import blocks as dynamics
+    from sim_core.math.so3 import log_so3
     seen = []
     real = clustering_in.cluster
     monkeypatch.setattr(clustering_in, "cluster", lambda net, nodes, st, f, shape, *a, **k: seen.append(f.copy()) or real(net, nodes, st, f, shape, *a, **k))

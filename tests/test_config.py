@@ -66,7 +66,7 @@ def test_cli_reports_config_error_in_one_line(tmp_path):
 
 
 def test_unknown_part_names_the_key(tmp_path):
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     p = _write(tmp_path, lambda g: g.replace('moving = "nut_M48x5"', 'moving = "nut_M99"'))
     with pytest.raises(config.ConfigError, match=r"parts\.moving: unknown part 'nut_M99'"):
         scenario.load(str(p))

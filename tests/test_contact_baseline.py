@@ -2,7 +2,9 @@
 import numpy as np
 import pytest
 
-from sim_core import clustering, pmi, solver_pgs
+from sim_core.contact import clustering
+from sim_core.dynamics import pmi
+from sim_core.contact import solver_pgs
 from sim_core.types import Contacts
 
 G_ACC = 9.81

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from sim_core import cspace
-from sim_core.math3d import exp_so3, rot_axis_angle
+from sim_core.contact import cspace
+from sim_core.math.so3 import exp_so3, rot_axis_angle
 from sim_core.paths import assets_dir
-from sim_core.weights import WeightsError
+from sim_core.io.weights import WeightsError
 
 FEATURE_TOL = 1e-9     # invariance of the inputs under the parts' symmetries (rounding only)
 
@@ -87,7 +87,7 @@ def test_sqp_finds_the_nearest_contact_configuration_in_the_inertia_metric():
 
 
 def test_shipped_weights_load_and_classify_the_task_start_and_a_deep_collision():
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     for task in ("peg_in_hole", "bolting"):
         _, _, cfg = scenario.load(task)
         cfg["contact"]["cspace"] = "on"
@@ -130,7 +130,7 @@ def test_bad_weight_files_give_one_line_errors(tmp_path):
 
 def test_training_is_seeded_and_writes_loadable_weights(tmp_path):
     pytest.importorskip("torch")
-    from sim_core import train_cspace
+    from sim_core.learning import train_cspace
     s = train_cspace.CSpaceSettings(samples=600, steps=40, batch=256, seed=3)
     a, rep = train_cspace.train("peg_in_hole", s, progress=False)
     b, _ = train_cspace.train("peg_in_hole", s, progress=False)

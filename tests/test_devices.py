@@ -15,8 +15,7 @@ from devices.base import clamp_wrench, quat_about_z, samples_identical
 from devices.emulator_inverse3 import Inverse3Emulator, lockstep_tick
 from devices.keyboard import CLUTCH_BIT, MOUSE_LEFT, MOUSE_RIGHT, KeyboardDevice
 from devices.replay import ReplayDevice, load_samples, save_samples
-from devices.scripted import (ADVERSARIAL_KINDS, BOUND_FRACTION, ScriptedDevice, Trajectory,
-                              adversarial, approach_and_turn, insert, scripted_device)
+from devices.scripted import ADVERSARIAL_KINDS, BOUND_FRACTION, ScriptedDevice, Trajectory, adversarial, approach_and_turn, insert, scripted_device
 from devices.serial_inverse3 import Inverse3Serial
 from devices.spacemouse import RecordedHID, SpaceMouse
 
@@ -283,7 +282,7 @@ def test_replay_files_round_trip_bit_for_bit(tmp_path):
     src = _random_samples(20, seed=4)
     save_samples(tmp_path / "s.npz", src)
     assert all(samples_identical(a, b) for a, b in zip(load_samples(tmp_path / "s.npz"), src))
-    log = pytest.importorskip("app.log")
+    log = pytest.importorskip("sim_core.io.log")
     w = log.LogWriter(tmp_path / "s.mcap")
     for s in src:
         w.put("/device", s.t, s.to_dict())
@@ -407,7 +406,7 @@ def test_scripted_device_plays_a_function_and_records_forces():
 
 
 def test_shared_sample_device_round_trip_without_waiting():
-    from app.shm import SeqSlot
+    from sim_core.io.shm import SeqSlot
     from devices.base import DeviceSample, open_device
     from devices.shared import SAMPLE_SIZE, pack_sample
     slot = SeqSlot(SAMPLE_SIZE)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sim_core import fidelity as F
+from sim_core.scenarios import fidelity as F
 
 # The bound on the power-screw torque.  Measured with the defaults: -4.6 ... +1.1 %
 # (every contact node with the exact SDF: -3.3 %); the rest is how a rigid, redundant flank

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from haptics import batch
-from haptics.coupling import (Coupling, CouplingGains, DeviceLimits, Workspace, passivity_control,
-                              quat_to_R)
+from haptics.coupling import Coupling, CouplingGains, DeviceLimits, Workspace, passivity_control, quat_to_R
 from haptics.local_contact import MAX_CONTACTS, PACKED_SIZE, LocalContact, gaps_at
 from haptics.proxy import Proxy
-from sim_core.math3d import exp_so3, log_so3, matrix_to_quat
+from sim_core.math.so3 import exp_so3, log_so3, matrix_to_quat
 
 T = 1e-3
 MASS = 0.97                                    # kg, the M48 x 5 nut

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.log import LogError, info, read_log, replay
+from app.replay import replay
+from sim_core.io.log import LogError, info, read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 CUTS = 12
@@ -34,7 +35,7 @@ def test_log_has_every_topic_and_replays_bitwise(bolting_log):
 def test_log_says_which_steps_the_safety_net_clustered(bolting_log):
     """/contact carries each step's fallback flag (learned clustering handed a step deeper than
     contact.learned_fallback_depth to k-means): the same steps as a direct run flags."""
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     flags = [m[1]["fallback"] for m in read_log(bolting_log).messages("/contact")]
     model, state, cfg = scenario.load("bolting")
     res = scenario.simulate(model, scenario.record(cfg), state, 1.5)

@@ -4,7 +4,7 @@ that must beat its own starting point and repeat bit for bit."""
 import numpy as np
 import pytest
 
-from sim_core import neural_sdf as N
+from sim_core.collision import neural_sdf as N
 from sim_core.geometry import profiles
 
 torch = pytest.importorskip("torch")
@@ -184,7 +184,7 @@ def test_corrupt_and_missing_files_give_one_line_errors(tmp_path):
 def test_short_training_is_seeded_and_learns_the_hole():
     """400 steps from geometry alone cut the error on fresh band points to under half
     of the untrained network's, and the same seed gives the same weights."""
-    from sim_core import train_sdf as T
+    from sim_core.learning import train_sdf as T
     from sim_core.geometry.sdf import exact_sdf
     s = T.TrainSettings(steps=400, batch=2048, seed=5, pool=100_000)
     a = T.train("hole", s, progress=False)
@@ -206,7 +206,7 @@ def test_train_cli_refuses_parts_without_a_static_sdf(part, match, capsys, tmp_p
 
 def test_train_cli_writes_weights_report_and_histogram(tmp_path, capsys):
     from app.cli import main
-    from app.view_png import read_png
+    from sim_core.io.png import read_png
     assert main(["train", "sdf", "--part", "hole", "--steps", "30", "--batch", "1024", "--pool", "20000",
                  "--eval-points", "2000", "--out", str(tmp_path), "--quiet"]) == 0
     net = N.load(tmp_path / "hole.npz", spec=profiles.all_parts()["hole"], part="hole")
@@ -250,7 +250,7 @@ REPORT_SLACK = 1.25
 
 
 def _measure(name, n=20_000, seed=777):
-    from sim_core import train_sdf as T
+    from sim_core.learning import train_sdf as T
     from sim_core.geometry.sdf import exact_sdf
     from sim_core.paths import assets_dir
     spec = _static_parts()[name]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim_core import config as config_mod, scenario
+from sim_core import config as config_mod
+from sim_core.scenarios import scenario
 from sim_core import step as step_mod
 from sim_core.paths import scenario_path
 

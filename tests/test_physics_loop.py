@@ -4,12 +4,13 @@ import threading
 
 import numpy as np
 
-from app.layout import PROXY, SNAPSHOT, TICK
-from app.log import LogWriter, read_log, replay
+from sim_core.io.records import PROXY, SNAPSHOT, TICK
+from app.replay import replay
+from sim_core.io.log import LogWriter, read_log
 from app.physics_loop import run
-from app.shm import Ring, SeqSlot
+from sim_core.io.shm import Ring, SeqSlot
 from haptics.local_contact import PACKED_SIZE, LocalContact
-from sim_core import scenario
+from sim_core.scenarios import scenario
 
 
 def test_physics_loop_follows_proxy_and_logs_for_replay(tmp_path):

@@ -7,9 +7,9 @@ from numba import njit
 from scipy.integrate import solve_ivp
 from scipy.special import ellipk
 
-from sim_core import pmi
-from sim_core.math3d import cayley, exp_so3
-from sim_core.pmi import advance, kinetic_energy, step_free, system
+from sim_core.dynamics import pmi
+from sim_core.math.so3 import cayley, exp_so3
+from sim_core.dynamics.pmi import advance, kinetic_energy, step_free, system
 
 # Rounding of ~1e-16 per step random-walks to ~1e-13 over 1e5 steps; 1e-9 is the bound.
 ENERGY_TOL = 1e-9

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim_core import scenario
+from sim_core.scenarios import scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 PITCH = 5e-3

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from sim_core.geometry.mesh import mesh_part
-from sim_core.geometry.profiles import (BoltSpec, HoleSpec, NutSpec, PegSpec, all_parts,
-                                        thread_radius)
+from sim_core.geometry.profiles import BoltSpec, HoleSpec, NutSpec, PegSpec, all_parts, thread_radius
 from sim_core.geometry.sdf import BoltSDF, HoleSDF, exact_sdf
 
 MM = 1e-3

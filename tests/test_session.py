@@ -5,7 +5,8 @@ are measured by bench/haptic_jitter.py."""
 import numpy as np
 import pytest
 
-from app.log import read_log, replay
+from sim_core.io.log import read_log
+from app.replay import replay
 from app.session import run_session
 
 DURATION = 1.0

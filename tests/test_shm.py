@@ -3,7 +3,7 @@ import multiprocessing as mp
 
 import numpy as np
 
-from app.shm import Ring, SeqSlot, StopFlag
+from sim_core.io.shm import Ring, SeqSlot, StopFlag
 
 SIZE = 64
 WRITES = 20000

@@ -6,7 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim_core import clustering_in, reference_data, scenario, train_clustering as TC, wrench_data
+from sim_core.contact import interaction_networks as clustering_in
+from sim_core.learning import reference_data
+from sim_core.scenarios import scenario
+from sim_core.learning import train_clustering as TC
+from sim_core.learning import wrench_data
 from sim_core import config as config_mod
 from sim_core.paths import scenario_path
 
@@ -53,7 +57,7 @@ def test_ft_style_file_trains_end_to_end_and_resumes(ref, tmp_path):
 
 
 def test_bad_clustering_weights_give_one_line_errors(tmp_path):
-    from sim_core.weights import WeightsError
+    from sim_core.io.weights import WeightsError
     good = tmp_path / "good.npz"
     clustering_in.save(good, clustering_in.INClustering.initial(0), "bolting")
     with pytest.raises(WeightsError, match="asked for"):

@@ -20,9 +20,9 @@ import sys
 import numpy as np
 import pytest
 
-from app import view_mesh
-from app.view_math import OrbitCamera, frame_from_axis, look_at, perspective
-from app.view_png import png_bytes, read_png, write_png
+from app.view import mesh as view_mesh
+from app.view.camera import OrbitCamera, frame_from_axis, look_at, perspective
+from sim_core.io.png import png_bytes, read_png, write_png
 
 W, H = 1280, 720
 BG_TOL = 6          # 8-bit levels: clear colour after float->unorm rounding, no dithering
@@ -91,9 +91,9 @@ def test_png_writer_round_trip(tmp_path):
 
 
 def test_importing_the_view_loads_no_gl():
-    """pyglet fixes GLX vs headless EGL when pyglet.gl first loads: importing app.view (say,
+    """pyglet fixes GLX vs headless EGL when pyglet.gl first loads: importing app.view.window (say,
     from a session module collected before the display fixture runs) must not do that."""
-    code = ("import sys, app.view, app.view_scene; "
+    code = ("import sys, app.view.window, app.view.scene; "
             "print(sorted(m for m in sys.modules if m in ('pyglet.gl', 'pyglet.window', 'OpenGL')))")
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,7 +146,8 @@ def display():
 @pytest.fixture(scope="module")
 def gl(display):
     """The view modules, imported once a display exists (pyglet picks its platform then)."""
-    from app import view, view_scene
+    from app.view import window as view
+    from app.view import scene as view_scene
     return view, view_scene
 
 
@@ -317,7 +318,7 @@ def test_complete_simulation_frame_draws_the_arm(gl):
     kinematics put them (the elbow's pixels are the links' white, not the background)."""
     pytest.importorskip("pinocchio")
     view_mod, scene = gl
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     model, full, _ = scenario.load("peg_in_hole")
     snap = scene.complete_snapshot(model, full, "hole", "peg")
     window = view_mod.View(W, H, visible=False)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim_core import reference_data, wrench_data
-from sim_core.math3d import quat_to_matrix
+from sim_core.learning import reference_data
+from sim_core.learning import wrench_data
+from sim_core.math.so3 import quat_to_matrix
 
 DYNAMICS_TOL = 1e-9   # N: m dv/T - (f_ext + wrench) from the file's own numbers (float64 JSON)
 
@@ -73,7 +74,7 @@ def test_a_cut_file_loads_up_to_the_cut(tmp_path):
 def test_reference_records_obey_the_equations_of_motion(tmp_path, task):
     """From the file's numbers alone: m (v_k+1 - v_k) / T = f_drive + f_contact (PMI's linear
     row, no gravity), and the recorded parts actually touch."""
-    from sim_core import scenario
+    from sim_core.scenarios import scenario
     s = reference_data.generate(task, tmp_path / "r.mcap", 400, seed=1)
     d = wrench_data.load(s["file"])
     assert len(d) == 400 and d.meta["source"].startswith("reference")

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .mesh import TriMesh, check_closed_oriented, mesh_part, part_kind, signed_volume
-from .profiles import all_parts
+from sim_core.geometry.mesh import TriMesh, check_closed_oriented, mesh_part, part_kind, signed_volume
+from sim_core.geometry.profiles import all_parts
 
 MANIFEST_FORMAT = 1
 KINDS = ("peg", "hole", "bolt", "nut")
@@ -120,7 +120,7 @@ def build_assets(out_dir: Path, target_triangles: int = 5000, parts: dict | None
 def write_robots(out_dir: Path) -> list[Path]:
     """The arm's descriptions, ``<out_dir>/robots/panda.urdf`` (7 joints, peg-in-hole) and
     ``panda_gripper.urdf`` (8, with the infinite-turn gripper; bolting)."""
-    from ..robot import panda
+    from sim_core.systems.arm import panda
     rdir = Path(out_dir) / "robots"
     rdir.mkdir(parents=True, exist_ok=True)
     out = []

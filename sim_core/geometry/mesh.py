@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .profiles import BoltSpec, HoleSpec, NutSpec, PegSpec, thread_radius
+from sim_core.geometry.profiles import BoltSpec, HoleSpec, NutSpec, PegSpec, thread_radius
 
 # Column z samples closer than this (m) are merged (the lower one is kept); the column
 # polyline then misses R by at most |dR/dz| * Z_MERGE (< 2e-10 m).  It only happens when a

@@ -49,7 +49,7 @@ import math
 import numba as nb
 import numpy as np
 
-from .profiles import BoltSpec, HoleSpec, thread_radius
+from sim_core.geometry.profiles import BoltSpec, HoleSpec, thread_radius
 
 # Below this distance (m) the gradient is the analytic surface normal at the closest point
 # instead of (Q - P)/|Q - P| (which is rounding noise there).

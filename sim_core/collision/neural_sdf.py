@@ -1,0 +1,308 @@
+"""Neural signed distance of a static part (seed 000 Sec. III.A, V.B), inference without torch.
+
+The network is the seed's: two hidden layers of 64 with ReLU and a tanh output scaled to a
+distance band, d = D tanh(y).  Its input is a symmetry-reduced coordinate of the query point
+in the part frame, so the 64-64 network spends its capacity on the profile instead of on
+re-learning a rotation it cannot break:
+
+* ``axial`` (hole, any body of revolution): (r, z), scaled to about [-1, 1];
+* ``helical`` (bolt): (r, z, cos psi, sin psi) with the helix phase psi = 2 pi (z - c theta)/p.
+  A thread's radius depends on theta and z only through z - c theta (``profiles``), except
+  near the run-out and the tip, which z still tells apart.
+
+The contact normal is the analytic gradient of the network, back-propagated by hand through
+the two layers and then through the feature map's Jacobian (``features``), not a finite
+difference.  Inference is batched: the layers are float32 matrix products (BLAS), the
+feature map and its Jacobian a numba kernel; the gradient is taken only for the nodes whose
+distance is below the caller's band (the contacts), since the rest are dropped anyway.
+
+Weights live in ``.npz`` files (``assets/sdf/PART.npz``) written by ``tightsim train sdf``;
+:func:`load` checks every field and names the file and field in a one-line error.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from sim_core.io.weights import WeightsError, read_npz, save_npz  # noqa: F401 - WeightsError re-exported
+
+FORMAT = "tightsim-neural-sdf-1"
+HIDDEN = 64
+KINDS = {"axial": 2, "helical": 4, "thread": 4, "bore": 3}     # feature kind -> input width
+# r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]; bore: r0, rs, z0, zs, z_a, z_b, ends
+N_PARAMS = {"axial": 4, "helical": 6, "thread": 9, "bore": 7}
+_KIND_CODE = {"axial": 0, "helical": 1, "thread": 2, "bore": 3}
+
+
+def spec_digest(spec) -> str:
+    """Short digest of a part specification: weights trained for another geometry are refused."""
+    return hashlib.sha256(repr(spec).encode()).hexdigest()[:16]
+
+
+# --- the symmetry-reduced input and its Jacobian -------------------------------------------
+
+@njit(cache=True)
+def _features(p, kind, fp, want_jac):
+    """Features F (n, k) and, if want_jac, dF/dp (n, k, 3).  fp: r0, rs, z0, zs[, c, p[, z_a,
+    z_b, ends]].  kind 0 axial (r, z); 1 helical (r, z, cos psi, sin psi); 2 thread (r, u,
+    below, above): u the helix phase folded about the crest centre, in [-1, 1]; below / above
+    how far z lies under z_a / over z_b (the full thread's ends), in units of `ends`; 3 bore
+    (r, below, above), with z_a, z_b where the straight bore ends."""
+    n = p.shape[0]
+    k = 2 if kind == 0 else (3 if kind == 3 else 4)
+    F = np.empty((n, k))
+    J = np.zeros((n if want_jac else 0, k, 3))
+    r0, rs, z0, zs = fp[0], fp[1], fp[2], fp[3]
+    for i in range(n):
+        x, y, z = p[i, 0], p[i, 1], p[i, 2]
+        r = math.sqrt(x * x + y * y)
+        F[i, 0] = (r - r0) / rs
+        F[i, 1] = (z - z0) / zs
+        if want_jac:
+            rr = max(r, 1e-12)
+            J[i, 0, 0], J[i, 0, 1] = x / rr / rs, y / rr / rs
+            J[i, 1, 2] = 1.0 / zs
+        if kind == 0:
+            continue
+        if kind == 3:
+            # a straight bore: between its end chamfers the part is invariant along z, so
+            # there the distance depends on r alone; z enters only beyond z_a / z_b
+            za, zb, ends = fp[4], fp[5], fp[6]
+            F[i, 1] = min(z - za, 0.0) / ends
+            F[i, 2] = max(z - zb, 0.0) / ends
+            if want_jac:
+                J[i, 1, 2] = (1.0 / ends) if z < za else 0.0
+                J[i, 2, 2] = (1.0 / ends) if z > zb else 0.0
+            continue
+        c, pitch = fp[4], fp[5]
+        th = math.atan2(y, x)
+        zeta = z - c * th                        # the thread's axial phase (m)
+        psi = 2.0 * math.pi * zeta / pitch
+        cp, sp = math.cos(psi), math.sin(psi)
+        j = 2
+        r2 = max(x * x + y * y, 1e-24)
+        dzx, dzy = c * y / r2, -c * x / r2       # d zeta / d(x, y); d zeta / dz = 1
+        if kind == 2:
+            # distance in phase from the nearest crest centre, 0 .. p/2: along its full length
+            # the thread is symmetric about its crest (a half-turn about a radial line maps
+            # it onto itself), so there the distance depends on (r, u) alone
+            w = (zeta + 0.5 * pitch) % pitch - 0.5 * pitch
+            q = 0.25 * pitch
+            F[i, 1] = (abs(w) - q) / q
+            za, zb, ends = fp[6], fp[7], fp[8]
+            F[i, 2] = min(z - za, 0.0) / ends
+            F[i, 3] = max(z - zb, 0.0) / ends
+            if want_jac:
+                sg = (1.0 if w >= 0.0 else -1.0) / q
+                J[i, 1, 0], J[i, 1, 1], J[i, 1, 2] = sg * dzx, sg * dzy, sg
+                J[i, 2, 2] = (1.0 / ends) if z < za else 0.0
+                J[i, 3, 2] = (1.0 / ends) if z > zb else 0.0
+            continue
+        j = 2
+        F[i, j], F[i, j + 1] = cp, sp
+        if want_jac:
+            k2 = 2.0 * math.pi / pitch
+            J[i, j, 0], J[i, j, 1], J[i, j, 2] = -sp * k2 * dzx, -sp * k2 * dzy, -sp * k2
+            J[i, j + 1, 0], J[i, j + 1, 1], J[i, j + 1, 2] = cp * k2 * dzx, cp * k2 * dzy, cp * k2
+    return F, J
+
+
+@njit(cache=True, fastmath=True)
+def _layer1(F, W1t, b1):
+    """relu(F W1^T + b1) in float32: k <= 4 inputs, too narrow for a GEMM to pay."""
+    n, k = F.shape
+    h = W1t.shape[1]
+    out = np.empty((n, h), np.float32)
+    for i in range(n):
+        for j in range(h):
+            out[i, j] = b1[j]
+        for a in range(k):
+            f = np.float32(F[i, a])
+            for j in range(h):
+                out[i, j] += f * W1t[a, j]
+        for j in range(h):
+            out[i, j] = max(out[i, j], np.float32(0.0))
+    return out
+
+
+@njit(cache=True, fastmath=True)
+def _head(z2, b2, w3, b3, scale, band, every, want_grad):
+    """From the second layer's pre-activation z2 (n, 64): the distance d = D tanh(y) of every
+    node and, for the nodes with d < band (all with ``every``), their indices and the output's
+    gradient with respect to the second hidden layer, mask2 * w3, in a compact (m, 64) array."""
+    n, h = z2.shape
+    d = np.empty(n)
+    sel = np.empty(n, np.int64)
+    g2 = np.empty((n if want_grad else 0, h), np.float32)
+    m = 0
+    for i in range(n):
+        y = b3
+        for j in range(h):
+            v = z2[i, j] + b2[j]
+            if v > 0.0:
+                y += v * w3[j]
+        d[i] = scale * math.tanh(y)
+        if want_grad and (every or d[i] < band):
+            for j in range(h):
+                g2[m, j] = w3[j] if z2[i, j] + b2[j] > 0.0 else np.float32(0.0)
+            sel[m] = i
+            m += 1
+    return d, sel[:m], g2[:m]
+
+
+@njit(cache=True, fastmath=True)
+def _normals_out(g1, h1, sel, W1, J, out):
+    """Chain rule back to the point: gF = (mask1 * g1) W1, then the unit vector along J^T gF,
+    written to out[sel]."""
+    m, h = g1.shape
+    k = W1.shape[1]
+    gF = np.empty(k)
+    for r in range(m):
+        i = sel[r]
+        for a in range(k):
+            gF[a] = 0.0
+        for j in range(h):
+            if h1[i, j] > 0.0:
+                w = g1[r, j]
+                for a in range(k):
+                    gF[a] += w * W1[j, a]
+        a0 = a1 = a2 = 0.0
+        for a in range(k):
+            a0 += gF[a] * J[i, a, 0]
+            a1 += gF[a] * J[i, a, 1]
+            a2 += gF[a] * J[i, a, 2]
+        s = max(math.sqrt(a0 * a0 + a1 * a1 + a2 * a2), 1e-30)
+        out[i, 0], out[i, 1], out[i, 2] = a0 / s, a1 / s, a2 / s
+
+
+def features(kind: str, params: np.ndarray, p: np.ndarray, jacobian: bool = False):
+    """Symmetry-reduced network input of points p (n, 3) in the part frame: F (n, k) and,
+    with ``jacobian``, dF/dp (n, k, 3).  Training uses this same function, so the network
+    is evaluated at run time on exactly the coordinates it was trained on."""
+    p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
+    return _features(p, _KIND_CODE[kind], np.asarray(params, dtype=np.float64), jacobian)
+
+
+# --- the network -----------------------------------------------------------------------------
+
+@dataclass
+class NeuralSDF:
+    """A trained network for one part: ``query(p) -> (d, unit normal)`` like the exact SDF."""
+    part: str
+    kind: str
+    params: np.ndarray            # feature scaling (and helix c, p)
+    scale: float                  # D: d = D tanh(y)
+    W1: np.ndarray                # (64, k) float32
+    b1: np.ndarray
+    W2: np.ndarray                # (64, 64)
+    b2: np.ndarray
+    W3: np.ndarray                # (1, 64)
+    b3: np.ndarray
+    bounds: tuple                 # (r_max, z_min, z_max) of the part, as the exact SDF's
+    digest: str = ""
+    source: str = "<memory>"
+
+    def __post_init__(self):
+        for name in ("W1", "b1", "W2", "b2", "W3", "b3"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float32))
+        # transposed once, so the batched products below are plain row-major GEMMs
+        self._W1t, self._W2t, self._w3 = self.W1.T.copy(), self.W2.T.copy(), self.W3[0].copy()
+        self._b3 = np.float32(self.b3[0])
+
+    def _run(self, p, band, want_grad):
+        """Forward pass (and the backward pass for the nodes with d < band): the two 64 x 64
+        products are float32 GEMMs (BLAS), everything elementwise is fused in numba kernels,
+        and the backward product runs only over the nodes that need a normal."""
+        p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
+        n = p.shape[0]
+        g = np.full((n, 3), np.nan)
+        if n == 0:
+            return np.zeros(0), g
+        F, J = features(self.kind, self.params, p, jacobian=want_grad)
+        h1 = _layer1(F, self._W1t, self.b1)
+        z2 = h1 @ self._W2t
+        d, sel, g2 = _head(z2, self.b2, self._w3, self._b3, self.scale,
+                           0.0 if band is None else band, band is None, want_grad)
+        if sel.size:
+            # back-propagation by hand through y = w3 . relu(W2 relu(W1 F + b1) + b2) + b3;
+            # the output's factor D (1 - tanh^2) is positive and common to all three
+            # components, so the unit normal does not need it
+            _normals_out(g2 @ self.W2, h1, sel, self.W1, J, g)
+        return d, g
+
+    def distance(self, p: np.ndarray) -> np.ndarray:
+        """Signed distance only (m), (n,)."""
+        return self._run(p, None, False)[0]
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Signed distance (n,) and unit outward normal (n, 3) at points p (n, 3).  With
+        ``band``, normals are computed only where d < band (NaN elsewhere)."""
+        return self._run(p, None if band is None else float(band), True)
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        return self.distance(p)
+
+    def arrays(self) -> dict:
+        """Everything a weight file holds."""
+        return {"format": np.array(FORMAT), "part": np.array(self.part), "kind": np.array(self.kind),
+                "params": np.asarray(self.params, dtype=np.float64), "scale": np.array(self.scale),
+                "bounds": np.asarray(self.bounds, dtype=np.float64), "digest": np.array(self.digest),
+                "W1": self.W1, "b1": self.b1, "W2": self.W2, "b2": self.b2, "W3": self.W3, "b3": self.b3}
+
+    def save(self, path) -> None:
+        save_npz(path, self.arrays())
+
+
+def load(path, spec=None, part: str | None = None) -> NeuralSDF:
+    """Read and check a weight file.  ``spec``/``part``: refuse weights trained for another
+    part or another geometry.  Errors: :class:`WeightsError`, one line naming file and field."""
+    f = read_npz(path, f"train it: tightsim train sdf --part {part or Path(path).stem}")
+    f.expect("format", FORMAT)
+    name, kind = f.same("part", part, "part"), f.choice("kind", KINDS)
+    digest = f.str("digest")
+    if spec is not None and digest != spec_digest(spec):
+        raise f.error(f"field 'digest' {digest} does not match the geometry of part {name!r} "
+                      f"({spec_digest(spec)}): retrain with tightsim train sdf --part {name}")
+    k = KINDS[kind]
+    return NeuralSDF(part=name, kind=kind, params=f.array("params", (N_PARAMS[kind],)),
+                     scale=float(f.array("scale", ())), W1=f.array("W1", (HIDDEN, k)),
+                     b1=f.array("b1", (HIDDEN,)), W2=f.array("W2", (HIDDEN, HIDDEN)),
+                     b2=f.array("b2", (HIDDEN,)), W3=f.array("W3", (1, HIDDEN)),
+                     b3=f.array("b3", (1,)), bounds=tuple(f.array("bounds", (3,))),
+                     digest=digest, source=str(path))
+
+
+class TorchBackend:
+    """The same network evaluated by torch (CPU, or CUDA when present) for large batches --
+    offline studies, dataset labelling; the physics loop uses :class:`NeuralSDF`'s own
+    inference.  ``query`` has NeuralSDF's interface and results (float32 layers on both)."""
+
+    def __init__(self, net: NeuralSDF, device: str | None = None):
+        import torch
+        self.torch = torch
+        self.net = net
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        t = lambda a: torch.as_tensor(np.asarray(a, np.float32), device=self.device)  # noqa: E731
+        self.W1, self.b1, self.W2, self.b2 = t(net.W1), t(net.b1), t(net.W2), t(net.b2)
+        self.w3, self.b3 = t(net.W3[0]), t(net.b3)
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        torch = self.torch
+        p = np.ascontiguousarray(p, dtype=np.float64).reshape(-1, 3)
+        F, J = features(self.net.kind, self.net.params, p, jacobian=True)
+        Ft = torch.as_tensor(F, dtype=torch.float32, device=self.device).requires_grad_(True)
+        h = torch.relu(Ft @ self.W1.T + self.b1)
+        h = torch.relu(h @ self.W2.T + self.b2)
+        y = h @ self.w3 + self.b3
+        (gF,) = torch.autograd.grad(y.sum(), Ft)           # d y / d F; tanh's factor is > 0
+        d = self.net.scale * np.tanh(y.detach().cpu().numpy().astype(np.float64))
+        grad = np.einsum("nk,nkj->nj", gF.cpu().numpy().astype(np.float64), J)
+        g = grad / np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-30)
+        if band is not None:
+            g[d >= band] = np.nan
+        return d, g

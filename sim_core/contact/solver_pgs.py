@@ -1,0 +1,151 @@
+"""Contact solving (stage 4), baseline: projected Gauss-Seidel (seed 000 Sec. V.C, PGS [41]).
+
+Unknowns: per contact i the force lambda_i = [lambda_n; lambda_t1; lambda_t2] in its contact
+frame C_i = [n t1 t2] (world axes).  With the PMI system A V+ = b + sum G_i^T lambda_i
+(``pmi.system``), G_i = C_i^T J_i and J_i = [I, -R S(r_i)] (node velocity in world axes from
+the twist [v_w; w_b], r_i the node's body-axis offset from the COM), the contact velocity is
+u_i = G_i V+.  Conditions, velocity level on V_{k+1} (seed 000 eqs. (2), (3)):
+  * Signorini with penetration correction: 0 <= lambda_n  _|_  u_n - b_n >= 0, where for a
+    gap d >= 0, b_n = min(0, -2d/T - u_n,k) (the pose moves with the midpoint velocity, so
+    this closes the gap exactly by the end of the step without asking for a rebound), and
+    for a penetration d < 0, b_n = -beta d / T (a fraction beta pushed out per step);
+  * Coulomb cone ||lambda_t|| <= mu lambda_n (the exact disk, not a pyramid).
+Each sweep solves contact i's normal row with the others fixed, then its tangential 2x2 block
+and projects onto the disk -- the classic PGS that the seed solver will be compared with.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from sim_core.math.so3 import skew
+
+
+@njit(cache=True)
+def contact_frames(n_w):
+    """(m,3,3) frames [n t1 t2] as columns, t1 from the least-aligned world axis."""
+    m = n_w.shape[0]
+    Cf = np.empty((m, 3, 3))
+    for i in range(m):
+        n = n_w[i]
+        a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.6 else np.array([0.0, 1.0, 0.0])
+        t1 = a - (a @ n) * n
+        t1 /= np.sqrt(t1 @ t1)
+        t2 = np.cross(n, t1)
+        Cf[i, :, 0] = n
+        Cf[i, :, 1] = t1
+        Cf[i, :, 2] = t2
+    return Cf
+
+
+@njit(cache=True)
+def world_jacobians(x_w, n_w, body, other, p_w, R_wb):
+    """G_i = C_i^T (J_i(body) - J_i(other)), (m,3,6B), and the frames C_i (m,3,3): contact i
+    pushes `body[i]` along its normal and `other[i]` (``types.WORLD``: nothing) the other way.
+    J_i = [I, -R S(r_b)] maps a body's twist [v_w; w_b] to the world velocity of its point
+    x_w, r_b = R^T (x_w - p) (body axes), in that body's six columns."""
+    m = x_w.shape[0]
+    Cf = contact_frames(n_w)
+    G = np.zeros((m, 3, 6 * p_w.shape[0]))
+    J = np.zeros((3, 6))
+    for i in range(m):
+        for k in range(2):
+            j, sign = (body[i], 1.0) if k == 0 else (other[i], -1.0)
+            if j < 0:
+                continue
+            R = R_wb[j]
+            r_b = R.T @ (x_w[i] - p_w[j])
+            J[:, :3] = np.eye(3)
+            J[:, 3:] = -R @ skew(r_b)
+            G[i, :, 6 * j:6 * j + 6] += sign * (Cf[i].T @ J)
+    return G, Cf
+
+
+@njit(cache=True)
+def contact_jacobians(x_w, n_w, p_w, R_wb):
+    """``world_jacobians`` of one body's contacts with the world: G (m,3,6), frames (m,3,3)
+    (the haptic proxy's kernel calls it at 1 kHz)."""
+    m = x_w.shape[0]
+    Cf = contact_frames(n_w)
+    G = np.empty((m, 3, 6))
+    J = np.zeros((3, 6))
+    for i in range(m):
+        r_b = R_wb.T @ (x_w[i] - p_w)
+        J[:, :3] = np.eye(3)
+        J[:, 3:] = -R_wb @ skew(r_b)
+        G[i] = Cf[i].T @ J
+    return G, Cf
+
+
+@njit(cache=True)
+def normal_targets(G, V_prev, d, T, beta):
+    """Signorini targets b_n per contact (velocity level): for a gap d >= 0 the pose moves
+    with the midpoint velocity, so allow the approach that closes the gap by the end of the
+    step, T (u_k + u_k+1)/2 = -d, and never demand a rebound (cap at 0); a penetration is
+    pushed out by the fraction beta per step."""
+    m = G.shape[0]
+    b = np.empty(m)
+    for i in range(m):
+        if d[i] >= 0.0:
+            b[i] = min(0.0, -2.0 * d[i] / T - G[i, 0] @ V_prev)
+        else:
+            b[i] = -beta * d[i] / T
+    return b
+
+
+@njit(cache=True)
+def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
+    """Projected Gauss-Seidel on the Delassus operator G A^-1 G^T of any n velocity
+    coordinates (G (m,3,n), A_inv (n,n)); returns (lambda (m,3), V+ (n,), sweeps used)."""
+    m = G.shape[0]
+    lam = lam0.copy()
+    # Delassus diagonal blocks and the velocity map of each contact's force
+    AG = np.empty((m, A_inv.shape[0], 3))
+    W = np.empty((m, 3, 3))
+    for i in range(m):
+        AG[i] = A_inv @ G[i].T
+        W[i] = G[i] @ AG[i]
+    V = V_free.copy()
+    for i in range(m):
+        V += AG[i] @ lam[i]
+    b = normal_targets(G, V_prev, d, T, beta)
+    sweeps = 0
+    for it in range(iterations):
+        sweeps = it + 1
+        dmax = 0.0
+        for i in range(m):
+            u = G[i] @ V
+            old = lam[i].copy()
+            # normal row
+            ln = max(0.0, lam[i, 0] - (u[0] - b[i]) / W[i, 0, 0])
+            dn = ln - lam[i, 0]
+            u = u + W[i, :, 0] * dn
+            lam[i, 0] = ln
+            # tangential 2x2 block, then the disk of radius mu * ln
+            a, bb, c, e = W[i, 1, 1], W[i, 1, 2], W[i, 2, 1], W[i, 2, 2]
+            det = a * e - bb * c
+            t1 = lam[i, 1] - (e * u[1] - bb * u[2]) / det
+            t2 = lam[i, 2] - (-c * u[1] + a * u[2]) / det
+            lim = mu * ln
+            nt = np.sqrt(t1 * t1 + t2 * t2)
+            if nt > lim:
+                s = lim / nt if nt > 0.0 else 0.0
+                t1 *= s
+                t2 *= s
+            lam[i, 1] = t1
+            lam[i, 2] = t2
+            delta = lam[i] - old
+            V += AG[i] @ delta
+            for j in range(3):
+                if abs(delta[j]) > dmax:
+                    dmax = abs(delta[j])
+        if dmax < tol:
+            break
+    return lam, V, sweeps
+
+
+def contact_wrench(G: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Total generalized contact force, (n,): per body [f world; tau body]."""
+    if lam.shape[0] == 0:
+        return np.zeros(G.shape[2])
+    return np.einsum("mij,mi->j", G, lam)

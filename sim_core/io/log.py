@@ -1,0 +1,206 @@
+"""Session logs in MCAP: writer, tolerant reader and summary (replay: ``app.replay``).
+
+Every message is JSON (Python writes float64 with ``repr``, so values round-trip bit for
+bit) under a JSON Schema, so common MCAP viewers show them.  Topics:
+
+=================  =========  ==============================================================
+topic              rate       fields
+=================  =========  ==============================================================
+/config            once       the validated scenario config (what replay rebuilds from)
+/session           once       start time, device spec, host facts (SCHED_FIFO or not)
+/device            1 kHz      t, p, q (wxyz), v, w, buttons -- raw device input
+/proxy             1 kHz      t, p_w, R_wb, V, device wrench, passivity-observer energy
+/physics_input     100 Hz     t, dt, set pose and twist the physics step used (its whole input)
+/part_state        100 Hz     t, p_w, q_wb, V -- the simulated moving part after the step
+/arm_state         100 Hz     t, q, qd, tau -- the Panda after the step (when the arm holds the part)
+/contact           100 Hz     t, wrench, max penetration, node and cluster counts
+/timing            per loop   loop name, period and work time statistics
+=================  =========  ==============================================================
+
+Chunks are small (32 KiB) and the file is flushed every physics step, so a session killed
+mid-way leaves every closed chunk on disk; ``read_log`` reads records in order and stops cleanly at the
+cut, so a truncated log still opens up to its last complete chunk.
+"""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from mcap.stream_reader import StreamReader
+from mcap.records import Channel, Footer, Message
+
+from sim_core.math.so3 import matrix_to_quat
+
+CHUNK_BYTES = 32 * 1024
+
+_VEC = {"type": "array", "items": {"type": "number"}}
+SCHEMAS = {
+    "/config": {"type": "object", "description": "validated scenario configuration"},
+    "/session": {"type": "object", "properties": {"device": {"type": "string"},
+                                                   "sched_fifo": {"type": "boolean"}}},
+    "/device": {"type": "object", "properties": {"t": {"type": "number"}, "p": _VEC, "q": _VEC,
+                                                  "v": _VEC, "w": _VEC, "buttons": {"type": "integer"}}},
+    "/proxy": {"type": "object", "properties": {"t": {"type": "number"}, "p_w": _VEC, "R_wb": _VEC,
+                                                 "V": _VEC, "device_wrench": _VEC,
+                                                 "energy": {"type": "number"}}},
+    "/physics_input": {"type": "object", "properties": {
+        "t": {"type": "number"}, "dt": {"type": "number"}, "p_set_w": _VEC, "R_set_w": _VEC,
+        "v_set_w": _VEC, "w_set_w": _VEC, "f_ext": _VEC}},
+    "/part_state": {"type": "object", "properties": {"t": {"type": "number"}, "p_w": _VEC,
+                                                      "R_wb": _VEC, "q_wb": _VEC, "V": _VEC}},
+    "/arm_state": {"type": "object", "properties": {"t": {"type": "number"}, "q": _VEC, "qd": _VEC,
+                                                     "tau": _VEC}},
+    "/contact": {"type": "object", "properties": {
+        "t": {"type": "number"}, "wrench": _VEC, "max_penetration": {"type": "number"},
+        "n_contacts": {"type": "integer"}, "n_clusters": {"type": "integer"},
+        "fallback": {"type": "boolean", "description": "the clustering's safety net acted"}}},
+    "/timing": {"type": "object", "properties": {"loop": {"type": "string"}, "t": {"type": "number"}}},
+}
+
+
+class LogError(ValueError):
+    """A one-line problem with a log file (names the file and what is wrong)."""
+
+
+class LogWriter:
+    """Append-only MCAP writer with one channel per topic."""
+
+    def __init__(self, path: Path | str):
+        from sim_core.io.mcap import open_writer
+        self.path = Path(path)
+        self._f, self._w, self._ch = open_writer(self.path, SCHEMAS, CHUNK_BYTES)
+        self._seq = 0
+
+    def put(self, topic: str, t: float, msg: dict) -> None:
+        ns = max(0, int(round(t * 1e9)))
+        self._seq += 1
+        self._w.add_message(self._ch[topic], log_time=ns, publish_time=ns, sequence=self._seq,
+                            data=json.dumps(msg).encode())
+
+    # -- typed helpers -------------------------------------------------------------------
+    def physics_step(self, state_before, inp, state_after, info) -> None:
+        """Everything a physics step consumed and produced (replay needs the inputs)."""
+        from sim_core.io.records import pack_physics
+        self.physics_record(pack_physics(state_before, inp, state_after, info))
+        self.flush()
+
+    def physics_record(self, r: np.ndarray) -> None:
+        """The same messages from a packed ``layout.PHYS`` record (the logger process)."""
+        from sim_core.io.records import PHYS, STAGE_NAMES
+        f = PHYS.unpack(r)
+        t, ta = float(f["t"][0]), float(f["t_after"][0])
+        self.put("/physics_input", t, {
+            "t": t, "dt": float(f["dt"][0]), "p_set_w": f["p_set"].tolist(), "R_set_w": f["R_set"].tolist(),
+            "v_set_w": f["v_set"].tolist(), "w_set_w": f["w_set"].tolist(), "f_ext": f["f_ext"].tolist()})
+        R = f["R"].reshape(3, 3)
+        self.put("/part_state", ta, {"t": ta, "p_w": f["p"].tolist(), "R_wb": f["R"].tolist(),
+                                     "q_wb": matrix_to_quat(R).tolist(), "V": f["V"].tolist()})
+        self.put("/contact", ta, {"t": ta, "wrench": f["wrench"].tolist(),
+                                  "max_penetration": float(f["max_pen"][0]),
+                                  "n_contacts": int(f["n_contacts"][0]), "n_clusters": int(f["n_clusters"][0]),
+                                  "fallback": bool(f["fallback"][0])})
+        self.put("/timing", ta, {"loop": "physics", "t": ta, **dict(zip(STAGE_NAMES, f["times"].tolist()))})
+        nq, nv = int(f["nq"][0]), int(f["nv"][0])
+        if nq:
+            self.put("/arm_state", ta, {"t": ta, "q": f["q"][:nq].tolist(), "qd": f["qd"][:nv].tolist(),
+                                        "tau": f["tau"][:nv].tolist()})
+
+    def flush(self) -> None:
+        """Push what the writer has handed over (closed chunks) to the OS."""
+        self._f.flush()
+
+    def part_state(self, st) -> None:
+        """The part (body 0) and the arm of a state: the start a replay begins from."""
+        self.put("/part_state", st.t, {"t": st.t, "p_w": st.p_w[0].tolist(), "R_wb": st.R_wb[0].ravel().tolist(),
+                                       "q_wb": matrix_to_quat(st.R_wb[0]).tolist(), "V": st.V[0].tolist()})
+        if st.q.size:
+            self.put("/arm_state", st.t, {"t": st.t, "q": st.q.tolist(), "qd": st.qd.tolist(), "tau": []})
+
+    def close(self) -> None:
+        self._w.finish()
+        self._f.close()
+
+
+@dataclass
+class Log:
+    """Messages of a log by topic, in file order: lists of (log time s, decoded dict)."""
+    path: Path
+    topics: dict = field(default_factory=dict)
+    truncated: bool = False
+    error: str = ""
+
+    def messages(self, topic: str) -> list:
+        return self.topics.get(topic, [])
+
+
+def read_log(path: Path | str) -> Log:
+    """Read every complete record; a log cut anywhere opens up to the cut (``truncated``)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise LogError(f"{path}: cannot read ({e.strerror})") from None
+    log = Log(path)
+    channels: dict[int, str] = {}
+    footer = False
+    try:
+        for rec in StreamReader(io.BytesIO(data)).records:
+            if isinstance(rec, Channel):
+                channels[rec.id] = rec.topic
+            elif isinstance(rec, Message):
+                topic = channels.get(rec.channel_id)
+                if topic is None:
+                    raise LogError(f"{path}: message on unknown channel {rec.channel_id}")
+                try:
+                    msg = json.loads(rec.data)
+                except ValueError:
+                    raise LogError(f"{path}: {topic}: message {rec.sequence} is not valid JSON") from None
+                log.topics.setdefault(topic, []).append((rec.log_time * 1e-9, msg))
+            elif isinstance(rec, Footer):
+                footer = True
+    except LogError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a cut can fail anywhere inside a record
+        if not log.topics and not channels:
+            if data[:8] != b"\x89MCAP0\r\n":
+                raise LogError(f"{path}: not an MCAP log (bad magic)") from None
+            raise LogError(f"{path}: cut at byte {len(data)}, before its first complete chunk: "
+                           "nothing to read") from None
+        if footer:                      # the reader runs past the closing magic: complete
+            return log
+        log.truncated = True
+        log.error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+    return log
+
+
+def info(log: Log) -> str:
+    """Human summary: duration, per-topic counts and rates, config name, truncation."""
+    lines = [f"log        {log.path}"]
+    cfg = log.messages("/config")
+    if cfg:
+        sc = cfg[0][1].get("scenario", {})
+        lines.append(f"scenario   {sc.get('name')} ({sc.get('task')}), dt {sc.get('dt')} s")
+    sess = log.messages("/session")
+    if sess:
+        s = sess[0][1]
+        lines.append(f"session    device {s.get('device')}, SCHED_FIFO {'yes' if s.get('sched_fifo') else 'no'}")
+    times = [m[0] for msgs in log.topics.values() for m in msgs]
+    if times:
+        lines.append(f"span       {min(times):.3f} .. {max(times):.3f} s")
+    for topic in SCHEMAS:
+        msgs = log.messages(topic)
+        if not msgs:
+            continue
+        span = msgs[-1][0] - msgs[0][0]
+        rate = f"{(len(msgs) - 1) / span:8.1f} Hz" if span > 0 else "        -   "
+        lines.append(f"  {topic:16s} {len(msgs):8d} msgs {rate}")
+    parts = log.messages("/part_state")
+    if parts:
+        pen = [m[1]["max_penetration"] for m in log.messages("/contact")]
+        lines.append(f"part       final p_w = {[round(x, 6) for x in parts[-1][1]['p_w']]} m"
+                     + (f", max penetration {max(pen) * 1e6:.1f} um" if pen else ""))
+    lines.append("complete   yes" if not log.truncated else f"complete   NO (cut: {log.error}); read up to the cut")
+    return "\n".join(lines)

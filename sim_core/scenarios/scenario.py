@@ -1,0 +1,431 @@
+"""Scenarios: from a validated config to a Model, the set-pose trajectory, and a headless run.
+
+A scenario builds a world (``types.Model``: one moving part, one static part, their contact
+pair, the arm or the drive) and keeps what is not physics -- the task, the waypoints, the parts'
+dimensions, the duration -- in a ``Scenario`` record.  The moving part follows the waypoints
+(through the arm, or the spring-damper drive of ``dynamics``); what the
+run measures -- penetration, axial advance, rotation about the axis, and the task figures
+(peg insertion depth; nut advance per revolution while engaged) -- is computed here from the
+trajectory, never prescribed by it: the bolting drive pushes down with a soft spring and
+turns the nut, and only the thread contact can make it advance.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from sim_core import config as config_mod
+from sim_core.collision import broadphase
+from sim_core.contact import clustering
+from sim_core.contact import interaction_networks as clustering_in
+from sim_core import step as step_mod
+from sim_core.geometry import profiles
+from sim_core.geometry.assets import load_mesh
+from sim_core.geometry.mesh import mass_properties, mesh_part
+from sim_core.geometry.sdf import exact_sdf
+from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
+from sim_core.types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
+from sim_core.paths import assets_dir, scenario_path
+
+STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
+
+
+def set_rotation(yaw: float, tilt_x: float, tilt_y: float) -> np.ndarray:
+    """R = Rz(yaw) Ry(tilt_y) Rx(tilt_x) (radians)."""
+    return (rot_axis_angle([0, 0, 1], yaw) @ rot_axis_angle([0, 1, 0], tilt_y)
+            @ rot_axis_angle([1, 0, 0], tilt_x))
+
+
+def _part(name: str, src: str, key: str, kinds) -> object:
+    parts = profiles.all_parts()
+    spec = parts.get(name)
+    if spec is None or not isinstance(spec, kinds):
+        allowed = ", ".join(n for n, s in parts.items() if isinstance(s, kinds))
+        raise config_mod.ConfigError(f"{src}: {key}: unknown part {name!r} (one of: {allowed})")
+    return spec
+
+
+def _moving_mesh(name: str, spec):
+    """The shipped mesh if present, else the same mesh generated in memory."""
+    path = assets_dir() / "parts" / f"{name}.ply"
+    if path.exists():
+        return load_mesh(path)
+    return mesh_part(spec)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a scenario is besides its physics: the task, the set-pose waypoints, the parts'
+    dimensions (for the figures), the run's length."""
+    name: str
+    task: str                      # "peg_in_hole" | "bolting"
+    duration: float                # s
+    waypoints_t: np.ndarray        # (W,) s
+    waypoints_p: np.ndarray        # (W,3) m, set COM position (world)
+    waypoints_rot: np.ndarray      # (W,3) rad: yaw about z, tilt about x, tilt about y
+    static_dims: dict              # the static part's dimensions (profiles.*Spec.dimensions)
+    moving_dims: dict              # the moving part's
+
+
+def record(cfg: dict) -> Scenario:
+    """The scenario record of a validated config."""
+    wps = cfg["waypoints"]
+    static = profiles.all_parts()[cfg["parts"]["static"]]
+    moving = profiles.all_parts()[cfg["parts"]["moving"]]
+    return Scenario(name=cfg["scenario"]["name"], task=cfg["scenario"]["task"],
+                    duration=float(cfg["scenario"]["duration"]),
+                    waypoints_t=np.array([w["t"] for w in wps]),
+                    waypoints_p=np.array([w["position"] for w in wps]),
+                    waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
+                    static_dims=static.dimensions(), moving_dims=moving.dimensions())
+
+
+def contact_params(c: dict) -> ContactParams:
+    """The [contact] table of a validated config as the solver's parameters."""
+    return ContactParams(mu=c["friction"], clusters=c["clusters"], band=c["band"],
+                         margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
+                         beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
+                         pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
+                         sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
+                         sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
+                         fallback_depth=c["learned_fallback_depth"], speculative=c["speculative"])
+
+
+def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
+    """The world (Model) and its start State of a validated scenario config."""
+    static = _part(cfg["parts"]["static"], src, "parts.static", STATIC_KINDS)
+    moving = _part(cfg["parts"]["moving"], src, "parts.moving", MOVING_KINDS)
+    task = cfg["scenario"]["task"]
+    want = (profiles.HoleSpec, profiles.PegSpec) if task == "peg_in_hole" else (profiles.BoltSpec, profiles.NutSpec)
+    if not (isinstance(static, want[0]) and isinstance(moving, want[1])):
+        raise config_mod.ConfigError(f"{src}: parts: {cfg['parts']['static']} / {cfg['parts']['moving']} "
+                                     f"do not make a {task} task")
+    mesh = _moving_mesh(cfg["parts"]["moving"], moving)
+    mass, com, J = mass_properties(mesh, cfg["parts"]["density"])
+    sdf = exact = exact_sdf(static)
+    bounds = tuple(sdf.bounds)
+    if cfg["contact"]["detector"] == "neural":
+        from sim_core.collision.neural_sdf import WeightsError, load as load_weights
+        name = cfg["parts"]["static"]
+        try:
+            sdf = load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=static, part=name)
+        except WeightsError as e:
+            raise config_mod.ConfigError(f"{src}: contact.detector = \"neural\": {e}") from None
+    c = cfg["contact"]
+    cs = None
+    if c["solver"] == "sor" and c["cspace"] == "on":
+        from sim_core.contact import cspace
+        from sim_core.collision.neural_sdf import WeightsError
+        pair = f"{cfg['parts']['static']}__{cfg['parts']['moving']}"
+        try:
+            cs = cspace.load(assets_dir() / "cspace" / f"{pair}.npz", digest=cspace.pair_digest(static, moving))
+        except WeightsError as e:
+            raise config_mod.ConfigError(f"{src}: contact.cspace = \"on\": {e}") from None
+    net = None
+    if c["clustering"] == "learned":
+        from sim_core.io.weights import WeightsError
+        try:
+            net = clustering_in.load(assets_dir() / "clustering" / f"{task}.npz", task=task)
+        except WeightsError as e:
+            raise config_mod.ConfigError(f"{src}: contact.clustering = \"learned\": {e}") from None
+    dr = cfg["drive"]
+    nodes = np.ascontiguousarray(mesh.vertices - com)
+    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
+                     node_radius=float(np.linalg.norm(nodes, axis=1).max()),
+                     node_nb=clustering_in.node_table(nodes),
+                     node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
+    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
+                        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
+    K = np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]])
+    D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
+    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
+                  contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
+    if cfg["arm"]["robot"] == "panda":
+        model = replace(model, arm=arm_system(cfg, K, D, body=0))
+    st = cfg["start"]
+    yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
+    state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))
+    return model, step_mod.start(model, state)
+
+
+def arm_system(cfg: dict, K: np.ndarray, D: np.ndarray, body: int = 0):
+    """The arm of a validated scenario config: a Panda (with the infinite-turn gripper when
+    ``[arm] gripper = "turning"``) at the configured base, holding `body` at its axis, tool
+    pointing down it; the [drive] gains (K, D) become the tool's admittance gains."""
+    from sim_core.dynamics.blocks import ArmSystem
+    from sim_core.systems.arm import control
+    from sim_core.systems.arm.arm import Arm
+    a = cfg["arm"]
+    arm = Arm(gripper_joint=(a["gripper"] == "turning"), base_p=np.array(a["base_position"], float))
+    ks, kd = a["coupling_stiffness"], a["coupling_damping"]
+    return ArmSystem(arm=arm, body=body, grasp_R=rot_axis_angle([1.0, 0.0, 0.0], np.pi),
+                     grasp_p=np.array([0.0, 0.0, a["grasp_offset"]]),
+                     gains=control.AdmittanceGains(K=K.copy(), D=D.copy()),
+                     K_c=np.array([ks[0]] * 3 + [ks[1]] * 3), D_c=np.array([kd[0]] * 3 + [kd[1]] * 3))
+
+
+def load(name_or_path: str) -> tuple[Model, State, dict]:
+    """Load, validate and build a scenario by name (``bolting``) or TOML path."""
+    path = scenario_path(name_or_path)
+    if not Path(path).exists():
+        raise config_mod.ConfigError(f"{path}: scenario file not found")
+    cfg = config_mod.load(path)
+    model, state = build(cfg, str(path))
+    return model, state, cfg
+
+
+PERTURB_OFFSET = (0.2e-3, 1.0e-3)   # m: bolting lateral sigma; the peg's largest set-point offset (default 0.6 mm)
+PERTURB_TILT = 0.7                   # deg: the peg's largest start tilt about x and y
+
+
+def perturbed(cfg: dict, seed: int) -> dict:
+    """A copy of a scenario config with a seeded variation of its start and waypoints (the same
+    shift for all of them): bolting -- the nut's yaw uniform over a turn (the thread's phase at
+    landing) and a lateral offset (sigma ``PERTURB_OFFSET[0]``); peg in hole -- the offset in a
+    random direction at a radius in ``PERTURB_OFFSET[1]``'s range and tilts up to
+    ``PERTURB_TILT``.  Seed 0 is the config itself.  For closed-loop robustness checks."""
+    import copy
+    out = copy.deepcopy(cfg)
+    if seed == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    poses = [out["start"]] + out["waypoints"]
+    if out["scenario"]["task"] == "bolting":
+        yaw, off = float(rng.uniform(0.0, 360.0)), rng.normal(0.0, PERTURB_OFFSET[0], 2)
+        for d in poses:
+            d["yaw_deg"] = d.get("yaw_deg", 0.0) + yaw
+            d["position"] = [d["position"][0] + off[0], d["position"][1] + off[1], d["position"][2]]
+    else:
+        r, a = rng.uniform(0.2e-3, PERTURB_OFFSET[1]), rng.uniform(0.0, 2 * math.pi)
+        tilt = [float(t) for t in rng.uniform(-PERTURB_TILT, PERTURB_TILT, 2)]
+        for d in poses:
+            d["position"] = [r * math.cos(a), r * math.sin(a), d["position"][2]]
+            d["tilt_deg"] = tilt
+    return out
+
+
+def inputs_at(scen: Scenario, t: float) -> Inputs:
+    """Set pose and twist at time t: piecewise-linear waypoints, held after the last one."""
+    ts, P, Q = scen.waypoints_t, scen.waypoints_p, scen.waypoints_rot
+    if t <= ts[0]:
+        k, s = 0, 0.0
+    elif t >= ts[-1]:
+        k, s = len(ts) - 2, 1.0
+    else:
+        k = int(np.searchsorted(ts, t, side="right") - 1)
+        s = (t - ts[k]) / (ts[k + 1] - ts[k])
+    p = (1 - s) * P[k] + s * P[k + 1]
+    q = (1 - s) * Q[k] + s * Q[k + 1]
+    moving = ts[0] <= t < ts[-1]
+    span = ts[k + 1] - ts[k]
+    v = (P[k + 1] - P[k]) / span if moving else np.zeros(3)
+    qd = (Q[k + 1] - Q[k]) / span if moving else np.zeros(3)
+    R = set_rotation(*q)
+    # angular velocity of R(t) (world axes): yaw rate about z plus tilt rates about the
+    # yawed/tilted x and y axes
+    Rz = rot_axis_angle([0, 0, 1], q[0])
+    Rzy = Rz @ rot_axis_angle([0, 1, 0], q[2])
+    w = qd[0] * np.array([0.0, 0.0, 1.0]) + qd[2] * (Rz @ [0.0, 1.0, 0.0]) + qd[1] * (Rzy @ [1.0, 0.0, 0.0])
+    return Inputs(p, R, v, w)
+
+
+@dataclass
+class RunResult:
+    model: Model
+    scen: Scenario
+    steps: int = 0
+    step_times: list = field(default_factory=list)     # s per step (whole pipeline)
+    stage_times: dict = field(default_factory=dict)    # stage -> list of s
+    t: list = field(default_factory=list)              # s, after each step
+    p_w: list = field(default_factory=list)            # (3,) the moving part's COM position after each step
+    rot_axis: list = field(default_factory=list)       # rad, accumulated rotation about the axis
+    max_pen: list = field(default_factory=list)        # m per step
+    mean_pen: list = field(default_factory=list)       # m per step (0 when no penetration)
+    force: list = field(default_factory=list)          # N, |contact force| per step
+    exact_max_pen: list = field(default_factory=list)  # m per step, by the exact SDF (neural runs)
+    fallback: list = field(default_factory=list)       # per step: the clustering's safety net acted
+    n_contacts: list = field(default_factory=list)     # detected nodes per step
+    arm_q: list = field(default_factory=list)          # the arm's configuration after each step
+    wall: float = 0.0
+    final: State | None = None
+
+
+def true_penetration(model: Model, state: State) -> float:
+    """Deepest penetration (m, >= 0) of the moving parts' nodes by the exact SDF: what a
+    neural detector's own depths are checked against."""
+    deepest = 0.0
+    for pair in model.pairs:
+        body, shape = model.bodies[pair.body], model.shapes[pair.shape]
+        _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.margin)
+        if len(x_s):
+            deepest = max(deepest, float(-shape.sdf_exact.query(x_s)[0].min()))
+    return deepest
+
+
+def simulate(model: Model, scen: Scenario, state: State, duration: float | None = None, on_step=None,
+             dt: float | None = None) -> RunResult:
+    """Run the step for `duration` seconds of simulated time (default: the scenario's),
+    following the waypoints, recording the figures of the moving part (body 0)."""
+    res = RunResult(model=model, scen=scen, stage_times={s: [] for s in step_mod.STAGES})
+    dt = model.dt if dt is None else dt
+    n = int(round((scen.duration if duration is None else duration) / dt))
+    axis_w = model.shapes[0].R_ws[:, 2]
+    neural = any(s.sdf is not s.sdf_exact for s in model.shapes)
+    rot = 0.0
+    w0 = time.perf_counter()
+    for _ in range(n):
+        inp = inputs_at(scen, state.t)
+        t0 = time.perf_counter()
+        prev = state
+        nxt, info = step_mod.step(model, state, inp, dt)
+        res.step_times.append(time.perf_counter() - t0)
+        # rotation about the static axis, integrated with the midpoint angular velocity
+        w_mid_w = 0.5 * (state.R_wb[0] @ state.V[0, 3:] + nxt.R_wb[0] @ nxt.V[0, 3:])
+        rot += dt * float(w_mid_w @ axis_w)
+        state = nxt
+        for s in step_mod.STAGES:
+            res.stage_times[s].append(info.times.get(s, 0.0))
+        res.t.append(state.t)
+        res.p_w.append(state.p_w[0].copy())
+        res.rot_axis.append(rot)
+        res.max_pen.append(info.max_penetration)
+        res.mean_pen.append(info.mean_penetration)
+        res.fallback.append(info.fallback)
+        res.n_contacts.append(info.n_contacts)
+        res.force.append(float(np.linalg.norm(info.contact_wrench[0, :3])))
+        if model.arm is not None:
+            res.arm_q.append(state.q.copy())
+        if neural:
+            res.exact_max_pen.append(true_penetration(model, state))   # outside the timing
+        if on_step is not None:
+            on_step(prev, inp, state, info)
+        if not np.all(np.isfinite(state.V)):
+            raise FloatingPointError(f"{scen.name}: simulation diverged at t = {state.t:.3f} s")
+    res.wall = time.perf_counter() - w0
+    res.steps = n
+    res.final = state
+    return res
+
+
+def summarize(res: RunResult, start: State) -> dict:
+    """The headless summary figures (SI units; also written by --summary-json)."""
+    m, sc = res.model, res.scen
+    st = np.array(res.step_times) * 1e3
+    axis = m.shapes[0].R_ws[:, 2]
+    final = res.final
+    pen = np.array(res.mean_pen)
+    dt = res.t[0] - start.t if res.t else m.dt
+    out = {
+        "scenario": sc.name, "task": sc.task, "steps": res.steps, "dt": dt,
+        "simulated_s": res.steps * dt, "wall_s": res.wall,
+        "step_ms_mean": float(st.mean()), "step_ms_median": float(np.median(st)),
+        "step_ms_p99": float(np.percentile(st, 99)),
+        "real_time_factor": res.steps * dt / res.wall,
+        "max_penetration_m": float(max(res.max_pen)),
+        "mean_penetration_m": float(pen[pen > 0].mean()) if np.any(pen > 0) else 0.0,
+        "final_position_m": [float(x) for x in final.p_w[0]],
+        "final_quaternion_wxyz": [float(x) for x in matrix_to_quat(final.R_wb[0])],
+        "axial_advance_m": float((start.p_w[0] - final.p_w[0]) @ axis),
+        "rotation_about_axis_rad": float(res.rot_axis[-1]),
+        "rotation_about_axis_rev": float(res.rot_axis[-1] / (2 * math.pi)),
+        "max_contact_force_N": float(max(res.force)),
+        "clustering": m.contact.clustering,
+    }
+    if m.contact.clustering in ("learned", "patches"):
+        least = clustering_in.M_C if m.contact.clustering == "learned" else 0
+        clustered = int(sum(n > least for n in res.n_contacts))
+        out["learned_fallback_steps"] = int(sum(res.fallback))
+        out["clustered_steps"] = clustered
+    if res.exact_max_pen:
+        out["max_penetration_exact_sdf_m"] = float(max(res.exact_max_pen))
+    if sc.task == "peg_in_hole":
+        out.update(_peg_figures(res))
+    else:
+        out.update(_bolting_figures(res))
+    return out
+
+
+def _peg_figures(res: RunResult) -> dict:
+    """Insertion depth: the hole's top face (static z = 0) minus the peg's lowest axis point."""
+    body, shape = res.model.bodies[0], res.model.shapes[0]
+    half = res.scen.moving_dims["length"] / 2
+    R = res.final.R_wb[0]
+    bottom_w = res.final.p_w[0] + R @ (np.array([0.0, 0.0, -half]) - body.com_part)
+    bottom_s = shape.R_ws.T @ (bottom_w - shape.p_ws)
+    return {"insertion_depth_m": float(-bottom_s[2])}
+
+
+def _bolting_figures(res: RunResult, revolutions: float = 3.0) -> dict:
+    """Advance per revolution over `revolutions` turns from the moment the nut is engaged.
+
+    Engaged: the nut's lower face is at least one pitch below the bolt's end, so a full turn
+    of thread is in mesh.  Advance is measured along -z (fastening) per turn of rotation.
+    """
+    sc = res.scen
+    p = sc.static_dims["p"]
+    h = sc.moving_dims["height"]
+    top = sc.static_dims["length"]
+    z = np.array(res.p_w)[:, 2] - res.model.bodies[0].com_part[2]        # nut frame centre height
+    rot = np.array(res.rot_axis)
+    engaged = np.nonzero(z - h / 2 <= top - p)[0]
+    out = {"engaged_at_s": None, "advance_per_rev_m": None, "revolutions_measured": 0.0}
+    if engaged.size == 0:
+        return out
+    i0 = int(engaged[0])
+    turned = np.abs(rot - rot[i0]) / (2 * math.pi)
+    out["engaged_at_s"] = float(res.t[i0])
+    after = np.nonzero(turned >= revolutions)[0]
+    i1 = int(after[0]) if after.size else len(rot) - 1
+    out["revolutions_measured"] = float(turned[i1])
+    if turned[i1] > 0:
+        out["advance_per_rev_m"] = float((z[i0] - z[i1]) / turned[i1])
+    return out
+
+
+# --- scenes: several scenarios' parts in one world -------------------------------------------
+@dataclass(frozen=True)
+class Scene:
+    """Several scenarios' parts side by side in one world: body i and shape i are scenario
+    i's moving and static part, shifted by ``offsets[i]``; each body follows its own
+    scenario's waypoints (shifted the same way)."""
+    model: Model
+    start: State
+    parts: tuple                   # (Scenario, ...) per body
+    offsets: np.ndarray            # (B,3) m, where each scenario's world origin sits
+
+
+def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
+    """One world of the parts of several validated scenario configs (arm off: the drive moves
+    each part), scenario i's origin at ``offsets[i]``.  Their [contact] tables must agree
+    (one set of solver parameters per world)."""
+    offsets = np.asarray(offsets, dtype=np.float64).reshape(len(cfgs), 3)
+    models, starts = [], []
+    for k, cfg in enumerate(cfgs):
+        if cfg["arm"]["robot"] != "off":
+            raise config_mod.ConfigError(f"{src}: scenario {k}: arm.robot = {cfg['arm']['robot']!r}: "
+                                         "a scene moves its parts by their drives (arm.robot = \"off\")")
+        if cfg["contact"] != cfgs[0]["contact"]:
+            raise config_mod.ConfigError(f"{src}: scenario {k}: its [contact] table differs from scenario 0's")
+        m, s = build(cfg, f"{src} (scenario {k})")
+        models.append(m)
+        starts.append(s)
+    shapes = tuple(replace(m.shapes[0], p_ws=m.shapes[0].p_ws + o) for m, o in zip(models, offsets))
+    pairs = tuple(replace(m.pairs[0], body=k, shape=k) for k, m in enumerate(models))
+    model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=shapes, pairs=pairs,
+                  contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
+                                                         np.vstack([m.drive.D for m in models])),
+                  dt=models[0].dt)
+    start = State(0.0, np.vstack([s.p_w for s in starts]) + offsets, np.concatenate([s.R_wb for s in starts]),
+                  np.vstack([s.V for s in starts]))
+    return Scene(model, start, tuple(record(c) for c in cfgs), offsets)
+
+
+def scene_inputs(sc: Scene, t: float) -> Inputs:
+    """Every body's set pose at time t: its scenario's waypoints, shifted by its offset."""
+    each = [inputs_at(s, t) for s in sc.parts]
+    return Inputs(np.vstack([i.p_set_w for i in each]) + sc.offsets, np.concatenate([i.R_set_w for i in each]),
+                  np.vstack([i.v_set_w for i in each]), np.vstack([i.w_set_w for i in each]))
