@@ -21,8 +21,10 @@ def _fmt_summary(s: dict) -> str:
     mm, um = 1e3, 1e6
     lines = [
         f"scenario            {s['scenario']} ({s['task']})",
-        f"steps               {s['steps']} x {s['dt'] * 1e3:g} ms = {s['simulated_s']:.2f} s simulated in {s['wall_s']:.2f} s",
-        f"step time           mean {s['step_ms_mean']:.2f} ms, median {s['step_ms_median']:.2f} ms, p99 {s['step_ms_p99']:.2f} ms",
+        f"steps               {s['steps']} x {s['dt'] * 1e3:g} ms = {s['simulated_s']:.2f} s simulated"
+        f" in {s['wall_s']:.2f} s",
+        f"step time           mean {s['step_ms_mean']:.2f} ms, median {s['step_ms_median']:.2f} ms,"
+        f" p99 {s['step_ms_p99']:.2f} ms",
         f"real-time factor    {s['real_time_factor']:.2f}",
         f"penetration         max {s['max_penetration_m'] * um:.1f} um, mean {s['mean_penetration_m'] * um:.1f} um",
         "final pose          p = [{}] mm, q(wxyz) = [{}]".format(
@@ -60,6 +62,7 @@ def cmd_session(a) -> int:
     """A real-time session: haptic loop (1 kHz), physics loop (100 Hz), log; the OpenGL view
     when there is a display."""
     import time as _time
+
     from app.session import run_session, summary_lines
     log = a.log or f"tightsim-{Path(a.scenario).stem}-{_time.strftime('%Y%m%d-%H%M%S')}.mcap"
     on_frame = None
@@ -130,9 +133,9 @@ def _training_has(module: str, what: str) -> bool:
 def cmd_train_sdf(a) -> int:
     import time
 
-    from sim_core.learning import train_sdf
     from sim_core.geometry import profiles
     from sim_core.geometry.sdf import exact_sdf
+    from sim_core.learning import train_sdf
     from sim_core.paths import assets_dir
     if not _training_has("torch", "sdf"):
         return 2
@@ -174,8 +177,8 @@ def cmd_train_cspace(a) -> int:
 
 
 def cmd_data_reference(a) -> int:
-    from sim_core.learning import reference_data
     from sim_core.io.progress import Progress
+    from sim_core.learning import reference_data
     if a.task == "table2":                   # seed 000 Table II: the bolting task on each perturbed pair
         jobs = [("bolting", pair, f"bolting_{pair[0][5:]}_reference.mcap") for pair in reference_data.table2_pairs()]
     else:
@@ -218,7 +221,8 @@ def cmd_replay(a) -> int:
     from sim_core.io.log import read_log
     log = read_log(a.log)
     n, ep, ev = replay(log, verify=a.verify)
-    print(f"replayed {n} physics steps from {a.log}" + (" (log was cut; replayed up to the cut)" if log.truncated else ""))
+    print(f"replayed {n} physics steps from {a.log}"
+          + (" (log was cut; replayed up to the cut)" if log.truncated else ""))
     if a.verify:
         ok = ep <= a.tolerance and ev <= a.tolerance
         print(f"max deviation from the logged trajectory: pose {ep:.3e}, twist {ev:.3e} -> "
@@ -298,7 +302,8 @@ def parser() -> argparse.ArgumentParser:
                     help="add N closed-loop runs of the scenario from perturbed starts to each loss (default 0)")
     tl.add_argument("--rollout-weight", type=float, default=1e4, metavar="N_PER_M",
                     help="loss per metre a rollout's deepest node goes past 0.1 mm (default 1e4)")
-    tl.add_argument("--rollout-seconds", type=float, default=2.5, metavar="S", help="length of each rollout (default 2.5)")
+    tl.add_argument("--rollout-seconds", type=float, default=2.5, metavar="S",
+                    help="length of each rollout (default 2.5)")
     tl.add_argument("--out", metavar="STEM", help="output stem (default: assets/clustering/TASK)")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
     tl.set_defaults(fn=cmd_train_clustering)

@@ -25,8 +25,8 @@ import traceback
 
 import numpy as np
 
-from sim_core.io.records import PROXY, TICK
 from app.loops import sleep_until, try_realtime
+from sim_core.io.records import PROXY, TICK
 from sim_core.io.shm import Ring, SeqSlot
 
 T_HAPTIC = 1e-3

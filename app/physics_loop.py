@@ -18,12 +18,11 @@ import time
 
 import numpy as np
 
+from app.loops import RateStats, sleep_until
 from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
-from sim_core.types import Inputs, State
-
 from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
-from app.loops import RateStats, sleep_until
+from sim_core.types import Inputs, State
 
 
 def proxy_inputs(v: np.ndarray) -> Inputs:

@@ -12,8 +12,8 @@ def replay(log: Log, verify: bool = False):
     arm's joints alike.  Bitwise reproduction gives zeros."""
     from dataclasses import replace
 
-    from sim_core.scenarios import scenario
     from sim_core.config import validate
+    from sim_core.scenarios import scenario
     from sim_core.step import step
     from sim_core.types import Inputs
 

@@ -10,9 +10,9 @@
 
 The logger process owns the MCAP log and drains both rings every 20 ms, so neither loop ever
 waits on JSON encoding or the disk.  The haptic loop runs SCHED_FIFO at priority 80 and the
-physics loop at 60 where permitted: a frame may wait for a physics step, a step not.  Any way the session ends -- duration reached, window closed,
-Ctrl-C, a device fault, a crashed loop -- the stop event is set, the haptic loop commands
-zero force, and the log is closed.
+physics loop at 60 where permitted: a frame may wait for a physics step, a step not.  Any way the
+session ends -- duration reached, window closed, Ctrl-C, a device fault, a crashed loop -- the
+stop event is set, the haptic loop commands zero force, and the log is closed.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
 from app.loops import sleep_until, try_realtime
+from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
 from sim_core.io.shm import Ring, SeqSlot, StopFlag
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG_PERIOD_S
@@ -75,9 +75,9 @@ def start_state(spec: dict):
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
-    from sim_core.scenarios import scenario
     from app import physics_loop
     from haptics.local_contact import PACKED_SIZE
+    from sim_core.scenarios import scenario
 
     if spec.get("realtime", True):
         # below the haptic loop (80) but above rendering: a frame may wait, a physics step not
@@ -132,8 +132,8 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
 def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
     """Logger process: drains the haptic and physics rings into the MCAP log every
     ``LOG_PERIOD_S``, so neither loop ever waits on JSON encoding or the disk."""
-    from sim_core.io.log import LogWriter
     from app import physics_loop
+    from sim_core.io.log import LogWriter
     ticks = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
     phys = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
     log = LogWriter(spec["log"])
@@ -168,11 +168,10 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     """Start the loops, let them run `duration` seconds (or until on_frame returns False),
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
     loop's body when there is a view (called about every ``frame_period``)."""
-    from haptics.local_contact import PACKED_SIZE
-    from sim_core.scenarios import scenario
     from devices.base import open_device
-
+    from haptics.local_contact import PACKED_SIZE
     from sim_core import step as step_mod
+    from sim_core.scenarios import scenario
     from sim_core.types import State
     model, state, cfg = scenario.load(scenario_name)
     scen = scenario.record(cfg)
@@ -317,7 +316,8 @@ def haptic_work_from_log(path: str) -> np.ndarray:
 
 def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
     ph = res.physics
-    lines = [f"session             {res.wall:.2f} s wall, haptic loop {'SCHED_FIFO' if res.realtime else 'normal priority (SCHED_FIFO not permitted)'}"]
+    prio = 'SCHED_FIFO' if res.realtime else 'normal priority (SCHED_FIFO not permitted)'
+    lines = [f"session             {res.wall:.2f} s wall, haptic loop {prio}"]
     if ph.get("steps"):
         per = np.array(ph["periods"]) * 1e3
         lines.append(f"physics loop        {ph['steps']} steps, {1e3 / per.mean():.1f} Hz, missed deadline in "

@@ -23,14 +23,16 @@ from __future__ import annotations
 import argparse
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
+
+# isort: split
 import numpy as np  # noqa: E402
 
 from sim_core import config as config_mod  # noqa: E402
-from sim_core.scenarios import scenario
 from sim_core.paths import scenario_path  # noqa: E402
+from sim_core.scenarios import scenario
 
-MODES = {"none": ("none", None), "patches": ("patches", None), "patches, no net": ("patches", 1.0), "learned": ("learned", None),
-         "learned, no net": ("learned", 1.0), "kmeans": ("kmeans", None)}
+MODES = {"none": ("none", None), "patches": ("patches", None), "patches, no net": ("patches", 1.0),
+         "learned": ("learned", None), "learned, no net": ("learned", 1.0), "kmeans": ("kmeans", None)}
 PITCH_TOL = 0.02        # a run holds the thread when its advance per turn is within 2 % of the pitch
 MIN_INSERTION = 0.040   # m: the peg run is complete when it is 40 of the 45 mm in
 
@@ -67,7 +69,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     for task in a.tasks:
         detector = scenario.load(task)[2]["contact"]["detector"]
-        print(f"\n{task}: {a.runs} runs (seeds 0-{a.runs - 1}), {detector} detector (the scenario's), complete simulation")
+        print(f"\n{task}: {a.runs} runs (seeds 0-{a.runs - 1}), {detector} detector (the scenario's),"
+              " complete simulation")
         print(f"  {'clustering':16s} {'holds':>6s} {'max pen. median / worst um':>27s} {'fallback steps':>15s}"
               f" {'clustering at deep 10 %: nodes, median / p99 ms':>49s} {'step median ms':>15s}")
         for mode in a.modes:
@@ -76,7 +79,8 @@ def main(argv=None) -> int:
             dt = np.concatenate([r["deep_t"] for r in rs]) * 1e3
             dn = np.concatenate([r["deep_n"] for r in rs])
             fb = sum(r["fallback"] for r in rs), sum(r["clustered"] for r in rs)
-            print(f"  {mode:16s} {sum(r['ok'] for r in rs):3d}/{len(rs):<2d} {np.median(pen):13.0f} / {pen.max():<11.0f}"
+            print(f"  {mode:16s} {sum(r['ok'] for r in rs):3d}/{len(rs):<2d} {np.median(pen):13.0f}"
+                  f" / {pen.max():<11.0f}"
                   f" {(f'{fb[0]} of {fb[1]}' if mode in ('learned', 'patches') else '-'):>15s}"
                   f" {f'{dn.min()}-{dn.max()}':>20s} {np.median(dt):12.3f} / {np.percentile(dt, 99):<13.3f}"
                   f" {np.median(np.concatenate([r['step'] for r in rs])) * 1e3:12.2f}")

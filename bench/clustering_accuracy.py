@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
-import numpy as np  # noqa: E402
 
+# isort: split
 from dataclasses import replace  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 from sim_core.contact import clustering
 from sim_core.contact import interaction_networks as clustering_in
@@ -108,7 +110,7 @@ def plot_errors(series: dict, path: str, size=(900, 520)) -> None:
     img = np.full((H, W, 3), 255, np.uint8)
     ph = H // len(series)
     pad = 24
-    for j, (task, errs) in enumerate(series.items()):
+    for j, (_task, errs) in enumerate(series.items()):
         y0, y1 = j * ph + pad, (j + 1) * ph - pad
         shown = {k: e for k, e in errs.items() if k in ("learned", "kmeans_pgs", "kmeans_sor")}
         top = max(float(np.linalg.norm(e[:, :3], axis=1).max()) for e in shown.values()) or 1.0

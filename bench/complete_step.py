@@ -19,10 +19,12 @@ import argparse
 import copy
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
+
+# isort: split
 import numpy as np  # noqa: E402
 
-from sim_core.scenarios import scenario  # noqa: E402
 from sim_core import step as step_mod  # noqa: E402
+from sim_core.scenarios import scenario  # noqa: E402
 
 
 def run(cfg: dict, label: str):

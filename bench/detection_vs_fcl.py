@@ -29,6 +29,8 @@ import copy
 import time
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
+
+# isort: split
 import numpy as np  # noqa: E402
 
 FP_SLACK_M = 1e-5       # a reported penetration is false only if the exact SDF says > 10 um out
@@ -118,14 +120,12 @@ def time_fcl(o_moving, o_static, R, p, repeat: int):
 def run_task(task: str, min_poses: int, repeat: int) -> dict:
     import json
 
-    from sim_core.collision import broadphase
-    from sim_core.collision import detection
-    from sim_core.collision import neural_sdf
-    from sim_core.scenarios import scenario
+    from sim_core.collision import broadphase, detection, neural_sdf
     from sim_core.geometry import profiles
     from sim_core.geometry.assets import load_mesh
-    from sim_core.types import BodyPose
     from sim_core.paths import assets_dir
+    from sim_core.scenarios import scenario
+    from sim_core.types import BodyPose
 
     poses, model = record_poses(task, min_poses)
     _, _, cfg = scenario.load(task)

@@ -18,8 +18,10 @@ import argparse
 import math
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
-from sim_core.scenarios import fidelity as F
+
+# isort: split
 from sim_core.geometry.profiles import ThreadSpec
+from sim_core.scenarios import fidelity as F
 
 THREAD = ThreadSpec()          # the bolting scenario's M48x5 (d2, lead) for the closed forms
 
@@ -42,7 +44,8 @@ def _screw_rows(variants, full):
             except FloatingPointError:
                 cells.append("diverged")
         law = F.screw_torque(load, mu, up, THREAD.d2, THREAD.p)
-        print(f"{mu:4.1f} {load:7.0f} {'raise' if up else 'lower':>6} {law:8.3f} | " + " | ".join(f"{c:^30}" for c in cells))
+        print(f"{mu:4.1f} {load:7.0f} {'raise' if up else 'lower':>6} {law:8.3f} | "
+              + " | ".join(f"{c:^30}" for c in cells))
 
 
 def _hold_rows(variants):

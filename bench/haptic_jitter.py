@@ -24,7 +24,8 @@ def run(args, realtime: bool) -> None:
     FRAMES[0] = 0
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "s.mcap")
-        on_frame, note = make_on_frame(args.scenario) if os.environ.get("DISPLAY") else (None, "no display: rendering off")
+        on_frame, note = (make_on_frame(args.scenario) if os.environ.get("DISPLAY")
+                          else (None, "no display: rendering off"))
         res = run_session(args.scenario, args.device, args.duration, log_path=log, on_frame=on_frame,
                           realtime=realtime)
         per = haptic_jitter_from_log(log) * 1e3

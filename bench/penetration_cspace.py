@@ -19,11 +19,13 @@ import argparse
 import copy
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
+
+# isort: split
 import numpy as np  # noqa: E402
 
+from sim_core import step as step_mod  # noqa: E402
 from sim_core.collision import broadphase  # noqa: E402
 from sim_core.scenarios import scenario
-from sim_core import step as step_mod  # noqa: E402
 from sim_core.types import Inputs  # noqa: E402
 
 FORCE_SD, TORQUE_SD, HOLD = 5.0, 0.1, 0.05     # N, N m, s per disturbance
@@ -88,7 +90,7 @@ def plot_png(series: dict, path: str, size=(900, 520)) -> None:
     panels = list(series.items())
     ph = H // len(panels)
     pad = 24
-    for j, (task, (off, on)) in enumerate(panels):
+    for j, (_task, (off, on)) in enumerate(panels):
         y0, y1 = j * ph + pad, (j + 1) * ph - pad
         top = max(float(off.max()), float(on.max()), 1e-9)
         img[y1, pad:W - pad] = 0

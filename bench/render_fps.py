@@ -27,8 +27,8 @@ import numpy as np
 
 def run(seconds: float, width: int, height: int, samples: int, visible: bool, arm: bool,
         direct: bool = False) -> dict:
-    from app.view.window import View
     from app.view.scene import bolting_snapshot
+    from app.view.window import View
 
     with View(width, height, visible=visible, samples=samples, direct=direct) as view:
         t_load = time.perf_counter()

@@ -14,12 +14,11 @@ import argparse
 import time
 
 
-
 def main(argv=None) -> int:
     from sim_core.collision import neural_sdf
-    from sim_core.learning import train_sdf
     from sim_core.geometry import profiles
     from sim_core.geometry.sdf import exact_sdf
+    from sim_core.learning import train_sdf
     from sim_core.paths import assets_dir
 
     parts = profiles.all_parts()

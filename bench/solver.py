@@ -22,17 +22,17 @@ import copy
 import time
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
-import numpy as np  # noqa: E402
 
+# isort: split
 from dataclasses import replace  # noqa: E402
 
+import numpy as np  # noqa: E402
+
+from sim_core.contact import cspace, solver_pgs, solver_sor
 from sim_core.contact import solvers as contact_solve  # noqa: E402
-from sim_core.contact import cspace
 from sim_core.dynamics import blocks as dynamics
 from sim_core.dynamics import pmi
 from sim_core.scenarios import scenario
-from sim_core.contact import solver_pgs
-from sim_core.contact import solver_sor
 
 TARGET_MS = 0.5
 
@@ -124,10 +124,10 @@ def main(argv=None) -> int:
         print(f"  target: SOR + C-space <= {TARGET_MS} ms median -> {np.median(r['sor+C']) * 1e3:.3f} ms "
               f"({'met' if np.median(r['sor+C']) * 1e3 <= TARGET_MS else 'NOT met'})")
         res = r["res"]
-        print("  SOR residuals, median / max over steps: Signorini %.1e / %.1e m/s, complementarity "
-              "%.1e / %.1e W, cone %.1e / %.1e N, natural (dissipation) %.1e / %.1e N" % (
-                  np.median(res[:, 0]), res[:, 0].max(), np.median(res[:, 1]), res[:, 1].max(),
-                  np.median(res[:, 2]), res[:, 2].max(), np.median(res[:, 4]), res[:, 4].max()))
+        print(f"  SOR residuals, median / max over steps: Signorini {np.median(res[:, 0]):.1e}"
+              f" / {res[:, 0].max():.1e} m/s, complementarity {np.median(res[:, 1]):.1e} / {res[:, 1].max():.1e} W,"
+              f" cone {np.median(res[:, 2]):.1e} / {res[:, 2].max():.1e} N,"
+              f" natural (dissipation) {np.median(res[:, 4]):.1e} / {res[:, 4].max():.1e} N")
         for solver, pen, fig in penetration_runs(task):
             print(f"  scenario with {solver.upper():3s}: max penetration (exact SDF) {pen * 1e6:7.1f} um, {fig}")
     return 0

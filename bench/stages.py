@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from sim_core.scenarios import scenario
 from sim_core import step as step_mod
+from sim_core.scenarios import scenario
 
 
 def main() -> None:

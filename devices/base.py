@@ -97,7 +97,7 @@ class DeviceSample:
                 "v": self.v.tolist(), "w": self.w.tolist(), "buttons": int(self.buttons)}
 
     @staticmethod
-    def from_dict(d: dict) -> "DeviceSample":
+    def from_dict(d: dict) -> DeviceSample:
         """Inverse of ``to_dict`` (float64 values round-trip bit for bit through JSON repr)."""
         arr = lambda k, n: _vec(d[k], n, k)  # noqa: E731
         return DeviceSample(t=float(d["t"]), p=arr("p", 3), q=arr("q", 4), v=arr("v", 3),

@@ -26,13 +26,14 @@ import select
 import threading
 import time
 import tty
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from devices import inverse3_protocol as proto
 
 MODES = ("normal", "silent", "garbage")
+DEFAULT_INFO = proto.DeviceInfo(0x049D, 1, 2, 3, "00112233445566778899aabbccddeeff")   # what a wake-up reports
 
 
 def circle_trajectory(t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -47,7 +48,7 @@ def circle_trajectory(t: float) -> tuple[np.ndarray, np.ndarray]:
 class Inverse3Emulator:
     def __init__(self, trajectory: Callable[[float], tuple] = circle_trajectory, *,
                  framing: str = "haply",
-                 info: proto.DeviceInfo = proto.DeviceInfo(0x049D, 1, 2, 3, "00112233445566778899aabbccddeeff"),
+                 info: proto.DeviceInfo = DEFAULT_INFO,
                  clock: Callable[[], float] = time.monotonic, seed: int = 0):
         if framing not in proto.FRAMINGS:
             raise ValueError(f"emulator: framing {framing!r}: expected one of {', '.join(proto.FRAMINGS)}")
@@ -79,7 +80,7 @@ class Inverse3Emulator:
     def port(self) -> str:
         return os.ttyname(self._slave)
 
-    def start(self) -> "Inverse3Emulator":
+    def start(self) -> Inverse3Emulator:
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)                 # no echo, no line discipline: bytes are bytes
         os.set_blocking(self._master, False)
@@ -125,7 +126,7 @@ class Inverse3Emulator:
             self._thread.join(timeout=2.0)
 
     # -- queries -------------------------------------------------------------------------------
-    def wait_until(self, pred: Callable[["Inverse3Emulator"], bool], timeout: float = 1.0) -> bool:
+    def wait_until(self, pred: Callable[[Inverse3Emulator], bool], timeout: float = 1.0) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: pred(self), timeout)
 

@@ -42,8 +42,8 @@ from __future__ import annotations
 import binascii
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # -- codes (published) and payloads ---------------------------------------------------------
 WAKEUP = 0x0A            # host -> device, no payload
@@ -86,7 +86,7 @@ class DeviceInfo:
     uuid: str                                   # 32 hex digits
 
     @staticmethod
-    def unpack(payload: bytes) -> "DeviceInfo":
+    def unpack(payload: bytes) -> DeviceInfo:
         i, m, h, f, u = DEVICE_INFO_FMT.unpack(payload)
         return DeviceInfo(i, m, h, f, u.hex())
 

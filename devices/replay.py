@@ -14,8 +14,8 @@ Sources: any iterable of samples, or a file through ``load_samples``:
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 

@@ -28,13 +28,22 @@ continuous: no built-in hand starts or stops with a step in velocity.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from devices.base import (Capability, Device, DeviceSample, clamp_to_ball, quat_about_z, quat_from_rotvec, quat_mul,
-                          quat_to_rotvec, register)
+from devices.base import (
+    Capability,
+    Device,
+    DeviceSample,
+    clamp_to_ball,
+    quat_about_z,
+    quat_from_rotvec,
+    quat_mul,
+    quat_to_rotvec,
+    register,
+)
 
 SCRIPTED_CAPABILITY = Capability(
     name="scripted", dof_in=6, dof_out=6, max_force=20.0, max_torque=1.0, max_stiffness=5000.0,
@@ -68,7 +77,7 @@ class Trajectory:
 
     @staticmethod
     def from_pose(fn: Callable[[float], tuple], duration: float = math.inf,
-                  name: str = "custom") -> "Trajectory":
+                  name: str = "custom") -> Trajectory:
         """Wrap ``fn(t) -> (p, q)``; rates by central differences (``FD_STEP_S``)."""
         def full(t: float) -> Pose:
             p, q = (np.asarray(x, dtype=np.float64) for x in fn(t))

@@ -39,8 +39,16 @@ from collections import deque
 
 import numpy as np
 
-from devices.base import (Capability, Device, DeviceFault, DeviceSample, clamp_to_ball, quat_from_rotvec, quat_mul,
-                          register)
+from devices.base import (
+    Capability,
+    Device,
+    DeviceFault,
+    DeviceSample,
+    clamp_to_ball,
+    quat_from_rotvec,
+    quat_mul,
+    register,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +130,7 @@ class SpaceMouse(Device):
             h = hid.device()
             h.open_path(path.encode() if isinstance(path, str) else path)
             h.set_nonblocking(1)
-        except (OSError, IOError, ValueError) as e:
+        except (OSError, ValueError) as e:
             raise DeviceFault(f"spacemouse: cannot open {path!r} ({e}); check permissions "
                               "(udev rule for hidraw)") from None
         return h

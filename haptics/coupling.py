@@ -96,7 +96,7 @@ class CouplingGains:
                                      # the module docstring for why the default is 0
 
     @staticmethod
-    def two_channel(**kw) -> "CouplingGains":
+    def two_channel(**kw) -> CouplingGains:
         return CouplingGains(c2=0.0, c3=0.0, **kw)
 
 

@@ -83,7 +83,7 @@ class LocalContact:
         return int(self.d.shape[0])
 
     @staticmethod
-    def empty(t: float, p_ref_w, R_ref_wb, mu: float = 0.0) -> "LocalContact":
+    def empty(t: float, p_ref_w, R_ref_wb, mu: float = 0.0) -> LocalContact:
         """No contact near the proxy (the physics loop still publishes, so the age is known)."""
         return LocalContact(t, p_ref_w, R_ref_wb, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), mu)
 
@@ -107,7 +107,7 @@ class LocalContact:
         return a
 
     @classmethod
-    def from_array(cls, a) -> "LocalContact":
+    def from_array(cls, a) -> LocalContact:
         """Unpack a ``to_array`` buffer; ValueError naming the field if it is not valid."""
         a = np.asarray(a, dtype=np.float64)
         if a.shape != (PACKED_SIZE,):

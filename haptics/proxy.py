@@ -23,10 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from sim_core.dynamics import pmi
-from sim_core.contact import solver_pgs
-
 from haptics.local_contact import LocalContact, cspace_gap_kernel, gaps_kernel
+from sim_core.contact import solver_pgs
+from sim_core.dynamics import pmi
 
 # Penetration correction per tick (Signorini bias of solver_pgs): 0.2 of a penetration per
 # 1 ms tick removes 99 % within ~20 ticks, well inside one 10 ms physics period.

@@ -55,7 +55,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                                  "direction it touches)"),
         "clustering": Field("enum", "patches", choices=("patches", "none", "learned", "kmeans", "kmeans_centroid"),
                             doc="contact clustering: fixed body patches split by normal direction "
-                                "(depth-weighted centroids; README, Fidelity under load), none (every "
+                                "(depth-weighted centroids; docs/fidelity.md), none (every "
                                 "detected node its own contact: the reference), the trained "
                                 "interaction networks (assets/clustering/TASK.npz, 12 representatives), "
                                 "k-means with each cluster's deepest member, or k-means centroids (the "
@@ -64,7 +64,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                         doc="safety net: learned clustering hands a step whose deepest "
                                             "detected node is deeper than this to k-means (deepest "
                                             "members); patch clustering adds each group's deepest member "
-                                            "that deep, and k-means takes steps 5x deeper (README)"),
+                                            "that deep, and k-means takes steps 5x deeper (docs/clustering.md)"),
         "detector": Field("enum", "neural", choices=("exact", "neural"),
                           doc="static part's signed distance: exact geometry or the trained network "
                               "(assets/sdf/PART.npz)"),
@@ -74,7 +74,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                              doc="a node not yet touching is linearized where it will be at the end "
                                  "of the step (its depth and normal there; it slides past a convex "
                                  "edge) or where it is now (the edge's plane stops it: ghost contact; "
-                                 "README, Fidelity under load)"),
+                                 "docs/fidelity.md)"),
         "broadphase_margin": Field("float", 2e-3, lo=0.0, unit="m",
                                    doc="slack around the static part's bounding volume"),
         "normal_scale": Field("float", 0.01, gt=0.0, unit="m",
@@ -86,7 +86,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                             "projected Gauss-Seidel baseline"),
         "cspace": Field("enum", "off", choices=("on", "off"),
                         doc="C-space constraint of the seed solver (assets/cspace/STATIC__MOVING.npz); "
-                            "off by default: measured, it does not lower penetration here (README)"),
+                            "off by default: measured, it does not lower penetration here (docs/contact_solving.md)"),
         "sor_relaxation": Field("float", 1.0, gt=0.0, hi=1.0,
                                 doc="SOR relaxation alpha (<= 1 keeps every iterate in the cone)"),
         "sor_iterations": Field("int", 100, lo=1, doc="block SOR sweeps (max)"),

@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim_core.contact import clustering
 from sim_core.collision import detectors as collision
-from sim_core.contact import cspace
-from sim_core.dynamics import blocks as dynamics
-from sim_core.contact.solvers import SOLVERS, Solution
+from sim_core.contact import clustering, cspace
 from sim_core.contact.solver_pgs import world_jacobians
+from sim_core.contact.solvers import SOLVERS, Solution
+from sim_core.dynamics import blocks as dynamics
 from sim_core.types import Contacts, Inputs, Model, State, Warm
 
 STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
@@ -198,9 +197,10 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
     return Solution(V, lam, forces, gen, sweeps, lam_c)
 
 
-def info_of(model: Model, found: Found, sol, laps: Laps, tau=np.zeros(0), grasp_error: float = 0.0,
+def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: float = 0.0,
             dt: float = 0.0) -> StepInfo:
     """What a step reports, from its contacts, the candidates' depths and the solve."""
+    tau = np.zeros(0) if tau is None else tau
     pen = -found.d_all[found.d_all < 0.0]
     return StepInfo(n_candidates=found.n_candidates, n_contacts=found.n_contacts, n_clusters=len(found.contacts),
                     max_penetration=float(pen.max()) if pen.size else 0.0,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:                  # types only: this module imports no stage
-    from sim_core.contact.interaction_networks import INClustering
     from sim_core.contact.cspace import CSpaceNet
+    from sim_core.contact.interaction_networks import INClustering
     from sim_core.dynamics.blocks import ArmSystem
 
 WORLD = -1      # the "other body" of a contact with a world-fixed shape
@@ -49,7 +49,8 @@ class ContactParams:
     sor_relaxation: float = 1.0
     sor_iterations: int = 100
     sor_tolerance: float = 1e-6   # N
-    clustering: str = "patches"   # key of clustering.CLUSTERINGS: "patches" | "none" | "learned" | "kmeans" | "kmeans_centroid"
+    # key of clustering.CLUSTERINGS: "patches" | "none" | "learned" | "kmeans" | "kmeans_centroid"
+    clustering: str = "patches"
     fallback_depth: float = 1e-4  # m: the clustering's safety net acts on a step this deep
     speculative: str = "predicted"  # "predicted" | "current": where a gap d > 0 is linearized (detection.predict)
 
@@ -190,7 +191,7 @@ class Contacts:
     other: np.ndarray | None = None  # (m,) int64, the other side (WORLD or a body); None: WORLD
 
     @staticmethod
-    def empty() -> "Contacts":
+    def empty() -> Contacts:
         return Contacts(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
 
     def __len__(self) -> int:
@@ -202,14 +203,14 @@ class Contacts:
     def others(self) -> np.ndarray:
         return np.full(len(self), WORLD, np.int64) if self.other is None else self.other
 
-    def on(self, body: int, other: int = WORLD) -> "Contacts":
+    def on(self, body: int, other: int = WORLD) -> Contacts:
         """The same contacts, labelled as joining `body` and `other`."""
         m = len(self)
         return Contacts(self.x_w, self.n_w, self.d, self.idx, np.full(m, body, np.int64),
                         np.full(m, other, np.int64))
 
     @staticmethod
-    def concat(sets: list["Contacts"]) -> "Contacts":
+    def concat(sets: list[Contacts]) -> Contacts:
         sets = [c for c in sets if len(c)]
         if not sets:
             return Contacts.empty()

@@ -9,8 +9,10 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
-from sim_core.systems.arm import control  # noqa: E402
-from sim_core.systems.arm import panda
+from sim_core.systems.arm import (
+    control,  # noqa: E402
+    panda,
+)
 from sim_core.systems.arm.arm import Arm  # noqa: E402
 
 ENERGY_REL = 1e-6      # the bound over 10,000 free steps at T = 10 ms

@@ -3,14 +3,13 @@ pair-by-pair formula, the weights' normalization, the representatives' depth and
 and the normal rotation."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 import pytest
 
-from collections import namedtuple
-
-from sim_core.collision import broadphase
+from sim_core.collision import broadphase, detection
 from sim_core.contact import interaction_networks as CI
-from sim_core.collision import detection
 from sim_core.scenarios import scenario
 from sim_core.types import BodyPose
 

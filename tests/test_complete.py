@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
-from sim_core.scenarios import scenario  # noqa: E402
 from sim_core import step as step_mod  # noqa: E402
+from sim_core.scenarios import scenario  # noqa: E402
 
 GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of contact stretch it 0.3 mm
 
@@ -37,7 +37,7 @@ def runs():
 
 
 def test_default_scenarios_hold_the_part_with_the_arm(runs):
-    for name, (model, full, grasp, _, _) in runs.items():
+    for name, (model, _full, grasp, _, _) in runs.items():
         assert model.arm is not None and model.arm.arm.nv == (8 if name == "bolting" else 7)
         assert grasp.max() < GRASP_TOL, (name, grasp.max())
 
@@ -76,8 +76,8 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     k-means' deepest members."""
     from dataclasses import replace
 
-    from sim_core.contact import clustering
     from sim_core.collision import detectors as collision
+    from sim_core.contact import clustering
     for name in ("peg_in_hole", "bolting"):
         model, _, _ = scenario.load(name)
         body = model.bodies[0]
@@ -92,7 +92,8 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     direct = clustering.patches(nodes, body.node_patch, 12, shape.R_ws, shape.p_ws)
     assert 12 <= len(direct) < len(nodes)       # one per (patch, normal bin) touched
     cases = ((deepest * 1.01, direct, False),
-             (deepest * 0.99, clustering.patches(nodes, body.node_patch, 12, shape.R_ws, shape.p_ws, deepest * 0.99), True),
+             (deepest * 0.99,
+              clustering.patches(nodes, body.node_patch, 12, shape.R_ws, shape.p_ws, deepest * 0.99), True),
              (deepest / clustering.PATCH_KMEANS_FACTOR * 0.99,
               clustering.kmeans(nodes, 12, model.contact.normal_scale, "deepest"), True))
     scen = scenario.record(cfg)
@@ -111,9 +112,9 @@ def test_learned_clustering_contacts_are_the_networks():
     and the step says so.  k-means stays selectable."""
     from dataclasses import replace
 
+    from sim_core.collision import detectors as collision
     from sim_core.contact import clustering
     from sim_core.contact import interaction_networks as clustering_in
-    from sim_core.collision import detectors as collision
     for name in ("peg_in_hole", "bolting"):
         _, _, cfg = scenario.load(name)
         cfg["contact"]["clustering"] = "learned"
@@ -164,7 +165,9 @@ def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
     from sim_core.math.so3 import log_so3
     seen = []
     real = clustering_in.cluster
-    monkeypatch.setattr(clustering_in, "cluster", lambda net, nodes, st, f, shape, *a, **k: seen.append(f.copy()) or real(net, nodes, st, f, shape, *a, **k))
+    monkeypatch.setattr(clustering_in, "cluster",
+                        lambda net, nodes, st, f, shape, *a, **k: seen.append(f.copy())
+                        or real(net, nodes, st, f, shape, *a, **k))
     _, _, cfg = scenario.load("peg_in_hole")
     cfg["contact"]["clustering"] = "learned"
     cfg["arm"]["robot"] = "off"

@@ -2,9 +2,8 @@
 import numpy as np
 import pytest
 
-from sim_core.contact import clustering
+from sim_core.contact import clustering, solver_pgs
 from sim_core.dynamics import pmi
-from sim_core.contact import solver_pgs
 from sim_core.types import Contacts
 
 G_ACC = 9.81
@@ -16,8 +15,9 @@ VEL_TOL = 1e-9      # m/s, velocity residual after the sweeps
 
 def _box_on_plane(fx, mu, d=0.0, m=2.0, corners=None):
     """A 0.1 m cube on z = 0; one step from rest under gravity and a horizontal push fx
-    applied at the bottom face's centre (so the push itself does not tip the cube).  Contacts at the given bottom points (default: the centre of the bottom face,
-    where the tangential Delassus block is isotropic).  Returns (V+, lambdas, G)."""
+    applied at the bottom face's centre (so the push itself does not tip the cube).  Contacts at
+    the given bottom points (default: the centre of the bottom face, where the tangential
+    Delassus block is isotropic).  Returns (V+, lambdas, G)."""
     J = np.eye(3) * m * 0.1 ** 2 / 6
     if corners is None:
         corners = np.array([[0.0, 0.0, -0.05]])

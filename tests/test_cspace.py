@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from sim_core.contact import cspace
+from sim_core.io.weights import WeightsError
 from sim_core.math.so3 import exp_so3, rot_axis_angle
 from sim_core.paths import assets_dir
-from sim_core.io.weights import WeightsError
 
 FEATURE_TOL = 1e-9     # invariance of the inputs under the parts' symmetries (rounding only)
 
@@ -94,7 +94,8 @@ def test_shipped_weights_load_and_classify_the_task_start_and_a_deep_collision()
         model, state = scenario.build(cfg)
         net = model.pairs[0].cspace
         assert net is not None and net.task == task
-        rep = json.loads((assets_dir() / "cspace" / f"{cfg['parts']['static']}__{cfg['parts']['moving']}.json").read_text())
+        rep = json.loads(
+            (assets_dir() / "cspace" / f"{cfg['parts']['static']}__{cfg['parts']['moving']}.json").read_text())
         assert rep["accuracy_held_out"] > 0.9
         # the start is above the static part: free; 2 mm sideways and 10 mm down: colliding
         assert net.logit(state.p_w, state.R_wb)[0] > 0

@@ -15,7 +15,16 @@ from devices.base import clamp_wrench, quat_about_z, samples_identical
 from devices.emulator_inverse3 import Inverse3Emulator, lockstep_tick
 from devices.keyboard import CLUTCH_BIT, MOUSE_LEFT, MOUSE_RIGHT, KeyboardDevice
 from devices.replay import ReplayDevice, load_samples, save_samples
-from devices.scripted import ADVERSARIAL_KINDS, BOUND_FRACTION, ScriptedDevice, Trajectory, adversarial, approach_and_turn, insert, scripted_device
+from devices.scripted import (
+    ADVERSARIAL_KINDS,
+    BOUND_FRACTION,
+    ScriptedDevice,
+    Trajectory,
+    adversarial,
+    approach_and_turn,
+    insert,
+    scripted_device,
+)
 from devices.serial_inverse3 import Inverse3Serial
 from devices.spacemouse import RecordedHID, SpaceMouse
 
@@ -406,9 +415,9 @@ def test_scripted_device_plays_a_function_and_records_forces():
 
 
 def test_shared_sample_device_round_trip_without_waiting():
-    from sim_core.io.shm import SeqSlot
     from devices.base import DeviceSample, open_device
     from devices.shared import SAMPLE_SIZE, pack_sample
+    from sim_core.io.shm import SeqSlot
     slot = SeqSlot(SAMPLE_SIZE)
     s = DeviceSample(0.5, np.array([0.01, 0.02, 0.03]), np.array([1.0, 0, 0, 0]), np.zeros(3),
                      np.zeros(3), 1)

@@ -42,7 +42,8 @@ def test_closed_forms_agree_with_each_other():
     assert abs(F.screw_torque(100.0, mu0, False, d2, lead)) < 1e-12
     assert F.screw_torque(100.0, 0.0, True, d2, lead) == pytest.approx(100.0 * lead / (2 * math.pi), rel=1e-12)
     c = lead / (2 * math.pi)
-    assert F.rundown_acceleration(50.0, 0.0, 1.0, 1e-3, d2, lead) == pytest.approx(50.0 / (1.0 + 1e-3 / c**2), rel=1e-12)
+    assert F.rundown_acceleration(50.0, 0.0, 1.0, 1e-3, d2, lead) == pytest.approx(50.0 / (1.0 + 1e-3 / c**2),
+                                                                                   rel=1e-12)
 
 
 @pytest.mark.parametrize("mu, load, raising", [(0.2, 100.0, True), (0.3, 300.0, False)])

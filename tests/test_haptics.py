@@ -419,12 +419,17 @@ def test_observer_counts_energy_received_from_the_device():
 
 def test_clutch_moves_the_device_without_the_proxy_and_releases_without_a_jump():
     """Pressed 2 mm into the wall; clutch held from 0.3 s to 0.6 s, the device moving 30 mm
-    sideways and 10 mm up once the output has ramped down; on release the map re-anchors: the proxy's pull and the device
-    force resume without a jump (the force ramps back over clutch_ramp)."""
+    sideways and 10 mm up once the output has ramped down; on release the map re-anchors: the proxy's
+    pull and the device force resume without a jump (the force ramps back over clutch_ramp)."""
     ramp = 0.1
     cp = Coupling(startup_ramp=0.0, clutch_ramp=ramp)
-    clutch = lambda k: 300 <= k < 600
-    moves = lambda k: np.clip((k - 420) / 150, 0, 1) * np.array([0.03, 0.0, 0.01])
+
+    def clutch(k):
+        return 300 <= k < 600
+
+    def moves(k):
+        return np.clip((k - 420) / 150, 0, 1) * np.array([0.03, 0.0, 0.01])
+
     f, pr = _press_static(cp, 2e-3, 1200, clutch=clutch, moves=moves)
     fz = f[:, 2]
     steady = fz[299]

@@ -184,8 +184,8 @@ def test_corrupt_and_missing_files_give_one_line_errors(tmp_path):
 def test_short_training_is_seeded_and_learns_the_hole():
     """400 steps from geometry alone cut the error on fresh band points to under half
     of the untrained network's, and the same seed gives the same weights."""
-    from sim_core.learning import train_sdf as T
     from sim_core.geometry.sdf import exact_sdf
+    from sim_core.learning import train_sdf as T
     s = T.TrainSettings(steps=400, batch=2048, seed=5, pool=100_000)
     a = T.train("hole", s, progress=False)
     b = T.train("hole", s, progress=False)
@@ -250,8 +250,8 @@ REPORT_SLACK = 1.25
 
 
 def _measure(name, n=20_000, seed=777):
-    from sim_core.learning import train_sdf as T
     from sim_core.geometry.sdf import exact_sdf
+    from sim_core.learning import train_sdf as T
     from sim_core.paths import assets_dir
     spec = _static_parts()[name]
     net = N.load(assets_dir() / "sdf" / f"{name}.npz", spec=spec, part=name)

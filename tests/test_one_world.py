@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sim_core import config as config_mod
-from sim_core.scenarios import scenario
 from sim_core import step as step_mod
 from sim_core.paths import scenario_path
+from sim_core.scenarios import scenario
 
 TRAJ_TOL = 1e-9      # m: the bound; the pairs do not touch, each island is solved alone
 STEPS = 150          # 1.5 s at 10 ms: both pegs land on their chamfers and enter their bores

@@ -38,7 +38,7 @@ PEG_DISCRETIZATION_REL = 6e-3
 DENSITY = 7850.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mesh(name: str, target: int = TARGET) -> TriMesh:
     return mesh_part(PARTS[name], target)
 
@@ -382,7 +382,7 @@ def _corrupt(src: bytes, kind: str) -> bytes:
     if kind == "format":
         return src.replace(b"binary_little_endian", b"binary_big_endian", 1)
     if kind == "bad_count":
-        return src.replace("element face ".encode(), b"element face x", 1)
+        return src.replace(b"element face ", b"element face x", 1)
     if kind == "property":
         return src.replace(b"property double y", b"property float y", 1)
     if kind == "index":

@@ -4,12 +4,12 @@ import threading
 
 import numpy as np
 
-from sim_core.io.records import PROXY, SNAPSHOT, TICK
-from app.replay import replay
-from sim_core.io.log import LogWriter, read_log
 from app.physics_loop import run
-from sim_core.io.shm import Ring, SeqSlot
+from app.replay import replay
 from haptics.local_contact import PACKED_SIZE, LocalContact
+from sim_core.io.log import LogWriter, read_log
+from sim_core.io.records import PROXY, SNAPSHOT, TICK
+from sim_core.io.shm import Ring, SeqSlot
 from sim_core.scenarios import scenario
 
 

@@ -8,8 +8,8 @@ from scipy.integrate import solve_ivp
 from scipy.special import ellipk
 
 from sim_core.dynamics import pmi
-from sim_core.math.so3 import cayley, exp_so3
 from sim_core.dynamics.pmi import advance, kinetic_energy, step_free, system
+from sim_core.math.so3 import cayley, exp_so3
 
 # Rounding of ~1e-16 per step random-walks to ~1e-13 over 1e5 steps; 1e-9 is the bound.
 ENERGY_TOL = 1e-9
@@ -129,7 +129,10 @@ def test_system_with_damping_matches_solve():
     A, b = system(m, J, V, T, F, B)
     Vn = np.linalg.solve(A, b)
     M = np.diag([m, m, m, 0.01, 0.02, 0.015])
-    S = lambda a: np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+
+    def S(a):
+        return np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+
     C = np.zeros((6, 6))
     C[3:, 3:] = -S(J @ V[3:])
     resid = M @ (Vn - V) / T + C @ (Vn + V) / 2 - (F - B @ Vn)

@@ -102,7 +102,7 @@ def test_cli_headless_summary_and_json(tmp_path):
         assert words in r.stdout
     s = json.loads(out.read_text())
     assert s["steps"] == 10 and "step_ms_p99" in s and "max_penetration_m" in s
-    from mcap.reader import make_reader             # the standard reader opens it too
+    from mcap.reader import make_reader  # the standard reader opens it too
     with open(log, "rb") as f:
         topics = [ch.topic for _, ch, _ in make_reader(f).iter_messages()]
     assert topics.count("/part_state") == 11 and topics.count("/config") == 1

@@ -5,9 +5,9 @@ are measured by bench/haptic_jitter.py."""
 import numpy as np
 import pytest
 
-from sim_core.io.log import read_log
 from app.replay import replay
 from app.session import run_session
+from sim_core.io.log import read_log
 
 DURATION = 1.0
 

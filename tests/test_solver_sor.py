@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from sim_core.dynamics import pmi
 from sim_core.contact import solver_pgs
 from sim_core.contact import solver_sor as S
+from sim_core.dynamics import pmi
 from sim_core.math.so3 import rot_axis_angle
 
 G_ACC = 9.81

@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim_core.contact import interaction_networks as clustering_in
-from sim_core.learning import reference_data
-from sim_core.scenarios import scenario
-from sim_core.learning import train_clustering as TC
-from sim_core.learning import wrench_data
 from sim_core import config as config_mod
+from sim_core.contact import interaction_networks as clustering_in
+from sim_core.learning import reference_data, wrench_data
+from sim_core.learning import train_clustering as TC
 from sim_core.paths import scenario_path
+from sim_core.scenarios import scenario
 
 # the replay solves the same step again, without the reference run's warm start: the SOR
 # tolerance (1e-5 N per contact, over hundreds of contacts) bounds how far it can land

@@ -146,8 +146,8 @@ def display():
 @pytest.fixture(scope="module")
 def gl(display):
     """The view modules, imported once a display exists (pyglet picks its platform then)."""
-    from app.view import window as view
     from app.view import scene as view_scene
+    from app.view import window as view
     return view, view_scene
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim_core.learning import reference_data
-from sim_core.learning import wrench_data
+from sim_core.learning import reference_data, wrench_data
 from sim_core.math.so3 import quat_to_matrix
 
 DYNAMICS_TOL = 1e-9   # N: m dv/T - (f_ext + wrench) from the file's own numbers (float64 JSON)

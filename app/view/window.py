@@ -49,13 +49,12 @@ import math
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-
-import pyglet        # the top-level package only: pyglet.gl / pyglet.window load in _load_gl
+import pyglet  # the top-level package only: pyglet.gl / pyglet.window load in _load_gl
 
 from app.view import mesh as view_mesh
 from app.view.camera import OrbitCamera, frame_from_axis, normal_matrix, pose_matrix

@@ -36,7 +36,8 @@ def reach(body: RigidBody, params: ContactParams, pose: BodyPose, dt: float) -> 
     return params.band + dt * (float(np.linalg.norm(v)) + float(np.linalg.norm(w)) * body.node_radius)
 
 
-def detect(shape: StaticShape, x_s: np.ndarray, band: float, idx: np.ndarray | None = None) -> tuple[Contacts, np.ndarray]:
+def detect(shape: StaticShape, x_s: np.ndarray, band: float,
+           idx: np.ndarray | None = None) -> tuple[Contacts, np.ndarray]:
     """Signed distance of candidate nodes; returns (contacts with d < band, all distances).
 
     x_s: (n,3) candidate node positions in the shape's frame (from the broad phase); idx: their

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.collision import broadphase
-from sim_core.collision import detection
+from sim_core.collision import broadphase, detection
 from sim_core.types import BodyPose, ContactParams, Contacts, RigidBody, StaticShape
 
 

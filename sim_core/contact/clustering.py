@@ -314,7 +314,7 @@ def _learned(body: RigidBody, shape: StaticShape, pair: ContactPair, params: Con
              nodes: Contacts, pose: BodyPose, f_ext: np.ndarray) -> Clustered:
     """The seed's interaction networks (``clustering_in``); a set deeper than
     ``params.fallback_depth`` (with more nodes than representatives) is k-means' instead
-    (measured, README: from a few such states the networks alone let the nut sink through
+    (measured, docs/clustering.md: from a few such states the networks alone let the nut sink through
     the thread in closed loop)."""
     from sim_core.contact import interaction_networks as clustering_in
     net = pair.clustering_net

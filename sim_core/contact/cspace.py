@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.math.so3 import exp_so3_batch, log_so3
 from sim_core.io.weights import read_npz, save_npz
+from sim_core.math.so3 import exp_so3_batch, log_so3
 
 FORMAT = "tightsim-cspace-1"
 HIDDEN = 64

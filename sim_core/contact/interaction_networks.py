@@ -21,8 +21,8 @@ the part's angular velocity (world), and the external force and its moment about
 
 Pair sums are taken without forming the 38-wide pair inputs: the first layer of f_R1 splits
 into W_a X_i + W_b X_l, and the last layer is linear, so only the second hidden layer is
-evaluated per pair (one float32 GEMM per block of 64 nodes' pairs).  ``weights_reference`` is eq. (5) written plainly, pair by
-pair, for the tests.
+evaluated per pair (one float32 GEMM per block of 64 nodes' pairs).  ``weights_reference`` is
+eq. (5) written plainly, pair by pair, for the tests.
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class INClustering:
             a.flags.writeable = False
 
     @staticmethod
-    def from_vector(theta: np.ndarray) -> "INClustering":
+    def from_vector(theta: np.ndarray) -> INClustering:
         theta = np.asarray(theta, float)
         if theta.shape != (N_PARAMS,):
             raise ValueError(f"clustering weights: expected {N_PARAMS} numbers, got {theta.shape}")
@@ -88,7 +88,7 @@ class INClustering:
         return np.concatenate([self.w[n].ravel() for n in SHAPES])
 
     @staticmethod
-    def initial(seed: int = 0, scale: float = 0.05, sharpness: float = 200.0) -> "INClustering":
+    def initial(seed: int = 0, scale: float = 0.05, sharpness: float = 200.0) -> INClustering:
         """Seeded start for CMA-ES that already clusters: f_O1's hidden layer passes the
         node's position across the axis through ReLU(+-x), ReLU(+-y) and its output scores
         node i for representative j by  sharpness * u_j . x_i  with u_j = (cos 30j deg,
@@ -280,11 +280,11 @@ def _normal_angles(Xr, Wa, Wb, b1, W2, b2, W3, b3, oW1, ob1, oW2, ob2, max_angle
     h1 = np.empty(h)
     for j in range(m):
         acc[:] = 0.0
-        for l in range(m):
-            if l == j:
+        for i in range(m):
+            if i == j:
                 continue
             for c in range(h):
-                v = A[j, c] + B[l, c] + b1[c]
+                v = A[j, c] + B[i, c] + b1[c]
                 h1[c] = v if v > 0.0 else 0.0
             for c in range(h):
                 v = b2[c]
@@ -316,8 +316,8 @@ def _normal_angles_reference(net: INClustering, Xr: np.ndarray) -> np.ndarray:
     M = Xr.shape[0]
     H2 = _relu(_relu(A[:, None, :] + B[None, :, :]) @ w["r2_W2"] + w["r2_b2"])
     S = np.einsum("jl,jlh->jh", 1.0 - np.eye(M), H2) @ w["r2_W3"] + (M - 1) * w["r2_b3"]
-    O = _relu(np.hstack([Xr, S]) @ w["o2_W1"] + w["o2_b1"]) @ w["o2_W2"] + w["o2_b2"]
-    return MAX_ANGLE * np.tanh(O)
+    Y = _relu(np.hstack([Xr, S]) @ w["o2_W1"] + w["o2_b1"]) @ w["o2_W2"] + w["o2_b2"]
+    return MAX_ANGLE * np.tanh(Y)
 
 
 @njit(cache=True)
@@ -413,7 +413,8 @@ def cluster(net: INClustering, nodes: Contacts, state, f_ext, shape, node_nb=Non
         return nodes
     X = node_features(nodes.x_w, state, f_ext, shape)
     Y = cluster_scores(net, X, _neighbours(nodes.x_w, k, nodes.idx, node_nb))
-    xr, _, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, net.delta)   # (its averaged normals: the seed's, unused)
+    # (its averaged normals: the seed's, unused)
+    xr, _, dr = _tilted_averages(Y, nodes.x_w, nodes.n_w, nodes.d, net.delta)
     return _finish(net, xr, dr, shape, state, f_ext)
 
 
@@ -506,10 +507,10 @@ def _pair_layer(A, B, nb, W2, b2, chunk):
         m = (i1 - i0) * k
         for i in range(i0, i1):
             for p in range(k):
-                l = nb[i, p]
+                j = nb[i, p]
                 r = (i - i0) * k + p
                 for c in range(h):
-                    H1[r, c] = max(A[i, c] + B[l, c], zero)
+                    H1[r, c] = max(A[i, c] + B[j, c], zero)
         np.dot(H1[:m], W2, Z[:m])
         for i in range(i0, i1):
             for p in range(k):
@@ -551,8 +552,8 @@ def weights_reference(net: INClustering, X: np.ndarray, nb: np.ndarray) -> np.nd
     Y = np.empty((n, M_C))
     for i in range(n):
         e = np.zeros(4)
-        for l in nb[i]:
-            z = np.concatenate([X[i], X[l]])
+        for j in nb[i]:
+            z = np.concatenate([X[i], X[j]])
             h = _relu(z @ W1 + w["r1_b1"])
             h = _relu(h @ w["r1_W2"] + w["r1_b2"])
             e += h @ w["r1_W3"] + w["r1_b3"]

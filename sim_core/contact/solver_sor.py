@@ -46,7 +46,6 @@ import math
 import numpy as np
 from numba import njit
 
-
 OPEN, STICK, SLIP = 0, 1, 2
 N_COARSE = 24          # angles sampled to bracket the most dissipative slip direction
 N_BISECT = 40          # bisection steps: the bracket 2 (2 pi / 24) shrinks to ~5e-13 rad
@@ -235,7 +234,8 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     it = 0
     uf = np.empty(3)
     star = np.empty(3)
-    for it in range(1, iterations + 1):
+    for _ in range(iterations):
+        it += 1
         res = 0.0
         for i in range(m):
             Gi, Wi, AGi, li = G[i], W[i], AG[i], lam[i]

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.contact import solver_pgs
-from sim_core.contact import solver_sor
+from sim_core.contact import solver_pgs, solver_sor
 from sim_core.types import ContactParams, Contacts, Warm
 
 

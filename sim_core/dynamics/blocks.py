@@ -96,7 +96,8 @@ class Loads:
     the external wrench only; the grasp is in ``grasp``)."""
     F0: np.ndarray                 # (B,6)
     B: np.ndarray                  # (B,6,6)
-    pull: np.ndarray               # (B,6) the wrench on each body now, [f world; tau body]: the learned clustering's input
+    pull: np.ndarray               # (B,6) the wrench on each body now, [f world; tau body]:
+                                   # the learned clustering's input
     grasp: tuple | None = None     # the arm's (J, e, G, e_dot) at the start of the step
 
 

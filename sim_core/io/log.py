@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from mcap.stream_reader import StreamReader
 from mcap.records import Channel, Footer, Message
+from mcap.stream_reader import StreamReader
 
 from sim_core.math.so3 import matrix_to_quat
 

@@ -14,7 +14,7 @@ class WeightsError(ValueError):
     """A weight file that cannot be used (one line: file, field, what is wrong)."""
 
 
-def read_npz(path, missing_hint: str) -> "Fields":
+def read_npz(path, missing_hint: str) -> Fields:
     """Open a weight file; `missing_hint` completes the message when it does not exist."""
     path = Path(path)
     try:

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sim_core.dynamics import blocks as dynamics
-from sim_core.scenarios import scenario
 from sim_core import step as step_mod
-from sim_core.math.so3 import matrix_to_quat
+from sim_core.dynamics import blocks as dynamics
 from sim_core.learning.wrench_data import WrenchWriter
+from sim_core.math.so3 import matrix_to_quat
+from sim_core.scenarios import scenario
 
 HIFI = {"detector": "exact", "clustering": "none", "solver": "sor", "cspace": "off",
         "sor_iterations": 200, "sor_tolerance": 1e-5}

@@ -37,10 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sim_core.collision import broadphase
+from sim_core.collision import broadphase, detection
 from sim_core.contact import interaction_networks as clustering_in
 from sim_core.contact import solvers as contact_solve
-from sim_core.collision import detection
 from sim_core.types import BodyPose, Contacts
 
 ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (the default learned_fallback_depth)
@@ -76,8 +75,8 @@ def model_for(data, dt: float = 0.0, detector: str | None = None):
     simulator runs), with the shipped detection (or `detector`), the seed's solver, no arm
     (the part's logged state is the input)."""
     from sim_core import config as config_mod
-    from sim_core.scenarios import scenario
     from sim_core.paths import scenario_path
+    from sim_core.scenarios import scenario
     cfg = config_mod.load(scenario_path(data.meta["task"]))
     cfg["arm"]["robot"] = "off"
     if dt:
@@ -169,8 +168,8 @@ def rollout_models(task: str, seeds, seconds: float, parts: tuple[str, str] | No
     `parts`: the (static, moving) parts the networks are trained for; the scenario must
     have them."""
     from sim_core import config as config_mod
-    from sim_core.scenarios import scenario
     from sim_core.paths import scenario_path
+    from sim_core.scenarios import scenario
     base = config_mod.load(scenario_path(task))
     own = (base["parts"]["static"], base["parts"]["moving"])
     if seeds and parts is not None and tuple(parts) != own:
@@ -192,8 +191,8 @@ def rollout_excess(rollouts: list, net) -> float:
     see, since the drift states of a closed-loop run are not in the reference data."""
     from dataclasses import replace
 
-    from sim_core.scenarios import scenario
     from sim_core import step as step_mod
+    from sim_core.scenarios import scenario
     if not rollouts:
         return 0.0
     tot = 0.0
@@ -237,8 +236,8 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     (report) and OUT.cmaes (checkpoint).  Returns the report."""
     import cma
 
-    from sim_core.learning import wrench_data
     from sim_core.io.progress import Progress
+    from sim_core.learning import wrench_data
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = wrench_data.load(data_path)
@@ -324,8 +323,10 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
            "validation_replay_loss_N": float(replay_loss),
            "rollouts": nr, "rollout_weight_N_per_m": rw, "rollout_seconds": settings.rollout_seconds,
            "rollout_excess_m": {"fit": rollout_excess(fit_roll, net), "validation": val_excess,
-                                "start_fit": rollout_excess(fit_roll, clustering_in.INClustering.from_vector(x0)),
-                                "start_validation": rollout_excess(val_roll, clustering_in.INClustering.from_vector(x0))}
+                                "start_fit": rollout_excess(fit_roll,
+                                                            clustering_in.INClustering.from_vector(x0)),
+                                "start_validation": rollout_excess(val_roll,
+                                                                   clustering_in.INClustering.from_vector(x0))}
            if nr else None,
            "delta_m": net.delta, "validation_loss_N": float(deltas[net.delta]),
            "validation_loss_by_delta_N": {f"{d:g}": round(v, 5) for d, v in deltas.items()},
@@ -353,6 +354,7 @@ def _evaluator(settings, model, samples, rollouts=()):
     if workers <= 1:
         return (lambda jobs: [one(th, pk) for th, pk in jobs]), None
     import multiprocessing as mp
-    _W.update(model=model, samples=samples, pen=pen, rollouts=list(rollouts), rollout_weight=rw)  # inherited by the forked workers
+    # inherited by the forked workers
+    _W.update(model=model, samples=samples, pen=pen, rollouts=list(rollouts), rollout_weight=rw)
     pool = mp.get_context("fork").Pool(workers)
     return (lambda jobs: pool.map(_worker_loss, jobs)), pool

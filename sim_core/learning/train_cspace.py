@@ -45,8 +45,8 @@ class CSpaceSettings:
 def base_configurations(task: str) -> tuple[object, dict, list]:
     """The model and config of a task and (p_s, R_sb) at every step of its headless run."""
     from sim_core import config as config_mod
-    from sim_core.scenarios import scenario
     from sim_core.paths import scenario_path
+    from sim_core.scenarios import scenario
     cfg = config_mod.load(scenario_path(task))
     cfg["contact"]["cspace"] = "off"            # the data comes from the N-space model alone
     model, state = scenario.build(cfg, str(scenario_path(task)))

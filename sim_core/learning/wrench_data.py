@@ -69,12 +69,12 @@ class WrenchData:
     def __len__(self) -> int:
         return int(self.t.shape[0])
 
-    def subset(self, mask: np.ndarray) -> "WrenchData":
+    def subset(self, mask: np.ndarray) -> WrenchData:
         return WrenchData(self.meta, *(getattr(self, k)[mask] for k in
                                        ("episode", "t", "p_w", "q_wb", "v_w", "w_b", "f_ext", "wrench")),
                           truncated=self.truncated, source=self.source)
 
-    def split(self, train: float = 0.7) -> tuple["WrenchData", "WrenchData"]:
+    def split(self, train: float = 0.7) -> tuple[WrenchData, WrenchData]:
         """(train, held out): whole episodes in file order until `train` of the samples (the
         seed's 70 % / 30 %); an episode is never cut."""
         eps, counts = np.unique(self.episode, return_counts=True)

@@ -36,11 +36,11 @@ from functools import lru_cache
 import numpy as np
 
 from sim_core import config as config_mod
-from sim_core.scenarios import scenario
 from sim_core import step as step_mod
 from sim_core.math.so3 import rot_axis_angle, twist_about_z
-from sim_core.types import Drive, Inputs, Model, State
 from sim_core.paths import scenario_path
+from sim_core.scenarios import scenario
+from sim_core.types import Drive, Inputs, Model, State
 
 # contact keys of each compared pipeline (on top of the scenario's own [contact] table)
 VARIANTS = {

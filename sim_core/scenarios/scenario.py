@@ -19,17 +19,17 @@ from pathlib import Path
 import numpy as np
 
 from sim_core import config as config_mod
+from sim_core import step as step_mod
 from sim_core.collision import broadphase
 from sim_core.contact import clustering
 from sim_core.contact import interaction_networks as clustering_in
-from sim_core import step as step_mod
 from sim_core.geometry import profiles
 from sim_core.geometry.assets import load_mesh
 from sim_core.geometry.mesh import mass_properties, mesh_part
 from sim_core.geometry.sdf import exact_sdf
 from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
-from sim_core.types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
 from sim_core.paths import assets_dir, scenario_path
+from sim_core.types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
 
@@ -109,7 +109,8 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     sdf = exact = exact_sdf(static)
     bounds = tuple(sdf.bounds)
     if cfg["contact"]["detector"] == "neural":
-        from sim_core.collision.neural_sdf import WeightsError, load as load_weights
+        from sim_core.collision.neural_sdf import WeightsError
+        from sim_core.collision.neural_sdf import load as load_weights
         name = cfg["parts"]["static"]
         try:
             sdf = load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=static, part=name)
@@ -118,8 +119,8 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     c = cfg["contact"]
     cs = None
     if c["solver"] == "sor" and c["cspace"] == "on":
-        from sim_core.contact import cspace
         from sim_core.collision.neural_sdf import WeightsError
+        from sim_core.contact import cspace
         pair = f"{cfg['parts']['static']}__{cfg['parts']['moving']}"
         try:
             cs = cspace.load(assets_dir() / "cspace" / f"{pair}.npz", digest=cspace.pair_digest(static, moving))

@@ -44,8 +44,9 @@ class RobotFileError(ValueError):
 def load_model(gripper_joint: bool, urdf=None):
     """The Pinocchio model of the arm from its URDF, checked for the joints the simulation
     needs."""
-    import pinocchio as pin
     from pathlib import Path
+
+    import pinocchio as pin
 
     from sim_core.paths import assets_dir
     name = "panda_gripper" if gripper_joint else "panda"
