@@ -16,6 +16,10 @@ import os
 import sys
 from pathlib import Path
 
+from app.events import setup_main
+
+logger = setup_main()
+
 
 def _fmt_summary(s: dict) -> str:
     mm, um = 1e3, 1e6
@@ -70,7 +74,7 @@ def cmd_session(a) -> int:
         from app.view.session import make_renderer
         on_frame = make_renderer(a.scenario)
     elif not a.headless:
-        print("tightsim: no display: session runs headless", file=sys.stderr)
+        logger.warning("no display: session runs headless")
     # with a window the session lasts until it is closed (or --duration)
     duration = a.duration if a.duration is not None else (1e9 if on_frame else 60.0)
     res = run_session(a.scenario, a.device, duration, log_path=log, on_frame=on_frame)
@@ -86,7 +90,7 @@ def cmd_run(a) -> int:
     from sim_core.scenarios import scenario
     model, state, cfg = scenario.load(a.scenario)
     if not a.headless:
-        print("tightsim: running headless (no display)", file=sys.stderr)
+        logger.warning("running headless (no display)")
     duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
     log = None
     if a.log:
@@ -126,7 +130,7 @@ def _training_has(module: str, what: str) -> bool:
     import importlib.util
     if importlib.util.find_spec(module) is not None:
         return True
-    print(f"tightsim: train {what} needs {module}: pip install -e \".[train]\"", file=sys.stderr)
+    logger.error(f"train {what} needs {module}: pip install -e \".[train]\"")
     return False
 
 
@@ -335,14 +339,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "duration", None) is not None and args.duration <= 0:
-        print("tightsim: --duration: must be > 0", file=sys.stderr)
+        logger.error("--duration: must be > 0")
         return 2
     try:
         return args.fn(args)
     except (ValueError, FileNotFoundError) as e:   # ConfigError and mesh errors are ValueErrors
         if os.environ.get("TIGHTSIM_DEBUG"):
             raise
-        print(f"tightsim: {e}", file=sys.stderr)
+        logger.error(f"{e}")
         return 2
 
 

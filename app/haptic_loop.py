@@ -25,6 +25,7 @@ import traceback
 
 import numpy as np
 
+from app.events import event, process_logger
 from app.loops import sleep_until, try_realtime
 from sim_core.io.records import PROXY, TICK
 from sim_core.io.shm import Ring, SeqSlot
@@ -52,17 +53,18 @@ def _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec) -> None
 def haptic_main(spec: dict, stop, status, go=None) -> None:
     """Process entry point.  ``spec``: shared-memory names, device spec, proxy mass/inertia
     and start pose, workspace offset, coupling gains; ``status``: a queue for one-line
-    messages (realtime, faults, exit)."""
+    events (realtime, faults, exit) as log records (``app.events``)."""
     from devices.base import DeviceFault, open_device
     from haptics.coupling import Coupling, CouplingGains, DeviceLimits
     from haptics.local_contact import PACKED_SIZE, LocalContact
     from haptics.proxy import Proxy
 
+    log = process_logger("haptic", status)
     if spec.get("realtime", True):
         realtime, note = try_realtime()
     else:
         realtime, note = False, "SCHED_FIFO not requested"
-    status.put(("realtime", realtime, note))
+    event(log, "realtime", realtime, note)
     proxy_slot = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact_slot = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     ring = Ring(TICK.size, spec["ring_capacity"], name=spec["ring"], create=False)
@@ -80,7 +82,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         gc.collect()
         gc.freeze()
         gc.disable()
-        status.put(("ready", True, "haptic loop ready"))
+        event(log, "ready", True, "haptic loop ready")
         if go is not None:
             go.wait()
         buf = np.empty(PACKED_SIZE)
@@ -96,7 +98,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         while not stop.is_set():
             k += 1
             if k % ORPHAN_CHECK_TICKS == 0 and os.getppid() != parent:
-                status.put(("fault", False, "haptic loop: the session process died; zero force"))
+                event(log, "fault", False, "haptic loop: the session process died; zero force")
                 break
             late = sleep_until(t0 + k * T_HAPTIC, clock=clock)
             start = clock()
@@ -109,7 +111,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
                     lc = LocalContact.from_array(buf)
                 except ValueError as e:           # never act on a corrupt model
                     lc = None
-                    status.put(("warning", False, f"haptic loop: bad contact model ignored ({e})"))
+                    event(log, "warning", False, f"haptic loop: bad contact model ignored ({e})")
             stalled = lc_wall is not None and now - lc_wall > PHYSICS_STALL_S
             safety = max(0.0, safety - T_HAPTIC / STALL_RAMP_S) if stalled else \
                 min(1.0, safety + T_HAPTIC / STALL_RAMP_S)
@@ -131,12 +133,12 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
             if not math.isfinite(proxy.p_w.sum()):
                 raise FloatingPointError("proxy state is not finite")
     except DeviceFault as e:
-        status.put(("fault", False, str(e).splitlines()[0]))
+        event(log, "fault", False, str(e).splitlines()[0])
         rec[PROXY.slices["fault"]] = 1.0
         proxy_slot.write(rec)
     except Exception as e:  # noqa: BLE001 - report, then the finally makes the device safe
-        status.put(("fault", False, f"haptic loop: {type(e).__name__}: {e}".splitlines()[0]))
-        status.put(("traceback", False, traceback.format_exc()))
+        event(log, "fault", False, f"haptic loop: {type(e).__name__}: {e}".splitlines()[0])
+        event(log, "traceback", False, traceback.format_exc())
     finally:
         if dev is not None:
             try:
@@ -144,7 +146,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
                 dev.close()
             except Exception:  # noqa: BLE001 - the device may be gone already
                 pass
-        status.put(("exit", True, "haptic loop stopped"))
+        event(log, "exit", True, "haptic loop stopped")
         proxy_slot.close()
         contact_slot.close()
         ring.close()

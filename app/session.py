@@ -16,6 +16,7 @@ stop event is set, the haptic loop commands zero force, and the log is closed.
 """
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
 import queue
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.events import ROOT, as_message, event, process_logger
 from app.loops import sleep_until, try_realtime
 from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
 from sim_core.io.shm import Ring, SeqSlot, StopFlag
@@ -51,7 +53,7 @@ class SessionResult:
         fault = False
         while True:
             try:
-                msg = status.get_nowait()
+                msg = as_message(status.get_nowait())
             except queue.Empty:
                 return fault
             self.messages.append(msg)
@@ -111,7 +113,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     try:
         step_mod.step(model, state, Inputs(state.p_w[0], state.R_wb[0], np.zeros(3), np.zeros(3)))  # warm up
         if ready is not None:
-            ready.put(("ready", True, "physics loop ready"))
+            event(process_logger("physics", ready), "ready", True, "physics loop ready")
             go.wait()
         res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
                                phys_ring=phys_ring)
@@ -229,7 +231,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     deadline = time.perf_counter() + STARTUP_TIMEOUT_S
     while ready < 2 and time.perf_counter() < deadline and hapt.is_alive() and phys.is_alive():
         try:
-            msg = status.get(timeout=0.1)
+            msg = as_message(status.get(timeout=0.1))
         except queue.Empty:
             continue
         res.messages.append(msg)
@@ -267,6 +269,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 break
     except KeyboardInterrupt:
         res.messages.append(("stop", True, "interrupted"))
+        event(logging.getLogger(ROOT), "stop", True, "interrupted")
     finally:
         stop.set()
         res.wall = time.perf_counter() - t0

@@ -7,7 +7,7 @@ import pytest
 
 from sim_core import config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())   # the checkout
 SHIPPED = sorted((ROOT / "config").glob("*.toml"))
 
 

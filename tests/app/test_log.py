@@ -9,7 +9,7 @@ import pytest
 from app.replay import replay
 from sim_core.io.log import LogError, info, read_log
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())   # the checkout
 CUTS = 12
 
 

@@ -16,6 +16,7 @@ import select
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ def test_importing_the_view_loads_no_gl():
     code = ("import sys, app.view.window, app.view.scene; "
             "print(sorted(m for m in sys.modules if m in ('pyglet.gl', 'pyglet.window', 'OpenGL')))")
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists()))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        cwd=root, timeout=60)
     assert r.returncode == 0, r.stderr
