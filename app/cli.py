@@ -41,7 +41,7 @@ def _fmt_summary(s: dict) -> str:
     if "learned_fallback_steps" in s:
         net = ("handed to k-means" if s["clustering"] == "learned" else "reinforced by their deepest nodes")
         lines.append(f"clustering          {s['clustering']}; {s['learned_fallback_steps']} of {s['clustered_steps']} "
-                     f"clustered steps {net} (deeper than contact.learned_fallback_depth)")
+                     f"clustered steps {net} (deeper than contact.fallback_depth)")
     else:
         lines.append(f"clustering          {s['clustering']}")
     if "max_penetration_exact_sdf_m" in s:

@@ -110,7 +110,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         before = state
         state, info = step_mod.step(model, state, inp)
         at, found = proxy_contacts(model, before, inp)
-        contact_slot.write(local_contact_array(at, found, model.contact.mu))
+        contact_slot.write(local_contact_array(at, found, model.contact.friction))
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)

@@ -7,7 +7,7 @@ nut's thread phase and offset, the peg's offset and tilt), per clustering:
                           net (deep groups add their deepest member; k-means beyond 0.5 mm);
 * ``patches, no net``  -- patches alone (fallback depth 1 m);
 * ``learned``          -- the trained networks, with the k-means safety net for steps deeper
-                          than ``contact.learned_fallback_depth``;
+                          than ``contact.fallback_depth``;
 * ``learned, no net``  -- the networks on every step (fallback depth 1 m);
 * ``kmeans``           -- k-means with each cluster's deepest member.
 
@@ -42,7 +42,7 @@ def run(task: str, mode: str, seed: int) -> dict:
     cfg = scenario.perturbed(config_mod.load(scenario_path(task)), seed)
     cfg["contact"]["clustering"] = how
     if depth is not None:
-        cfg["contact"]["learned_fallback_depth"] = depth
+        cfg["contact"]["fallback_depth"] = depth
     model, state = scenario.build(cfg, f"{task} ({mode}, seed {seed})")
     scen = scenario.record(cfg)
     res = scenario.simulate(model, scen, state)

@@ -49,7 +49,7 @@ def engaged_state(task: str):
 def node_penetration(model, state) -> tuple[float, float]:
     """(mean max(0, -d), max) over the nodes within the band, d from the exact SDF (m)."""
     shape = model.shapes[0]
-    _, x_s = broadphase.candidates(model.bodies[0], shape, state.body(0), model.contact.margin, 0.0)
+    _, x_s = broadphase.candidates(model.bodies[0], shape, state.body(0), model.contact.broadphase_margin, 0.0)
     if x_s.shape[0] == 0:
         return 0.0, 0.0
     d = shape.sdf_exact.query(x_s)[0]

@@ -60,7 +60,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 "interaction networks (assets/clustering/TASK.npz, 12 representatives), "
                                 "k-means with each cluster's deepest member, or k-means centroids (the "
                                 "seed's baseline)"),
-        "learned_fallback_depth": Field("float", 1e-4, gt=0.0, unit="m",
+        "fallback_depth": Field("float", 1e-4, gt=0.0, unit="m",
                                         doc="safety net: learned clustering hands a step whose deepest "
                                             "detected node is deeper than this to k-means (deepest "
                                             "members); patch clustering adds each group's deepest member "

@@ -37,12 +37,14 @@ class SignedDistance(Protocol):
 
 @dataclass(frozen=True)
 class ContactParams:
-    mu: float                 # Coulomb friction coefficient
+    """The [contact] table of a scenario, one field per TOML key (``config.py`` documents
+    each); the kernels take them under their equations' symbols (mu, beta)."""
+    friction: float           # Coulomb friction coefficient mu
     clusters: int             # M_c
     band: float               # m, candidate if signed distance < band
-    margin: float             # m, broad-phase slack
+    broadphase_margin: float  # m, broad-phase slack
     normal_scale: float       # m, k-means feature weight of normals
-    beta: float               # penetration-correction gain per step, [0, 1]
+    penetration_gain: float   # beta: the fraction of a penetration removed per step, [0, 1]
     pgs_iterations: int
     pgs_tolerance: float      # N
     solver: str = "sor"       # key of contact.SOLVERS: "sor" (seed 000 Algorithm 1) | "pgs" (baseline)

@@ -34,7 +34,7 @@ class Detected:
 def nodes_sdf(body: RigidBody, shape: StaticShape, params: ContactParams, pose: BodyPose, dt: float,
               laps=None) -> Detected:
     reach = detection.reach(body, params, pose, dt)
-    idx, x_s = broadphase.candidates(body, shape, pose, params.margin, reach)
+    idx, x_s = broadphase.candidates(body, shape, pose, params.broadphase_margin, reach)
     if laps is not None:
         laps.lap("broadphase")
     nodes, d_all = detection.detect(shape, x_s, reach, idx)

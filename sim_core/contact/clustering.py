@@ -256,7 +256,7 @@ def patches(contacts: Contacts, node_patch: np.ndarray, n_patches: int, R_ws: np
 
     ``deep`` (m): a group whose deepest member is deeper than this also gets that member as a
     contact of its own (its position and normal), so a deep landing is pushed out where it
-    is deepest without leaving the patches (``contact.learned_fallback_depth``).  Switching
+    is deepest without leaving the patches (``contact.fallback_depth``).  Switching
     the whole step to k-means instead held the landings too, but under 1 kN the switch
     threw the nut off its thread (40 rad/s of rocking the step after it)."""
     if len(contacts) == 0 or contacts.idx is None:
@@ -275,7 +275,7 @@ def patches(contacts: Contacts, node_patch: np.ndarray, n_patches: int, R_ws: np
 
 # --- the table ------------------------------------------------------------------------------
 # The patch clustering's last resort: a step deeper than this many times
-# contact.learned_fallback_depth (0.5 mm) is clustered by k-means (deepest members) instead.
+# contact.fallback_depth (0.5 mm) is clustered by k-means (deepest members) instead.
 # Measured (bench/closed_loop_clustering.py, bench/fidelity.py): one of six perturbed bolting
 # landings (seed 3) jams the nut's crest into the thread's start with patches alone (5.3 mm,
 # skipped); k-means from 0.1 or 0.3 mm holds it, but under a 1 kN load the switch's jump

@@ -40,8 +40,8 @@ def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0)
     NC, bC = (np.zeros(n), 0.0) if row is None else (np.asarray(row[0], float), float(row[1]))
     lam0, lamC0 = solver_sor.warm_start(contacts, Cf, warm)
-    bn = solver_pgs.normal_targets(G, V_prev, contacts.d, dt, params.beta)
-    lam, lamC, V, its, _, _ = solver_sor.sor(G, A_inv, V_free, bn, params.mu, params.sor_relaxation,
+    bn = solver_pgs.normal_targets(G, V_prev, contacts.d, dt, params.penetration_gain)
+    lam, lamC, V, its, _, _ = solver_sor.sor(G, A_inv, V_free, bn, params.friction, params.sor_relaxation,
                                              params.sor_iterations, params.sor_tolerance, lam0, NC, bC, lamC0)
     gen = solver_pgs.contact_wrench(G, lam) + NC * lamC
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), gen, its, float(lamC))
@@ -54,7 +54,7 @@ def solve_pgs(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
     m, n = len(contacts), A.shape[0]
     if m == 0:
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0)
-    lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, params.mu, params.beta,
+    lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, params.friction, params.penetration_gain,
                                     params.pgs_iterations, params.pgs_tolerance, np.zeros((m, 3)))
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), sweeps)
 

@@ -42,7 +42,7 @@ from sim_core.contact import interaction_networks as clustering_in
 from sim_core.contact import solvers as contact_solve
 from sim_core.types import BodyPose, Contacts
 
-ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (the default learned_fallback_depth)
+ROLLOUT_ALLOWANCE = 1e-4    # m: rollout penetration up to this costs nothing (the default fallback_depth)
 ROLLOUT_FIT_SEEDS = 10      # rollouts fit on perturbed starts 10, 11, ... and validate on 20, 21, ...
 ROLLOUT_VAL_SEEDS = 20      # (bench/closed_loop_clustering.py uses 0-5: neither)
 ROLLOUT_ABORT = 3e-3        # m: a rollout this deep has failed (the nut is through the thread); stop it there
@@ -117,7 +117,7 @@ def detected(model, st) -> Contacts:
     were compared with before speculative prediction existed)."""
     body, shape = model.bodies[0], model.shapes[0]
     reach = detection.reach(body, model.contact, st, model.dt)
-    ci, x_s = broadphase.candidates(body, shape, st, model.contact.margin, reach)
+    ci, x_s = broadphase.candidates(body, shape, st, model.contact.broadphase_margin, reach)
     return detection.detect(shape, x_s, reach, ci)[0]
 
 
@@ -179,7 +179,7 @@ def rollout_models(task: str, seeds, seconds: float, parts: tuple[str, str] | No
     for seed in seeds:
         cfg = scenario.perturbed(base, int(seed))
         cfg["contact"]["clustering"] = "kmeans"          # the candidate networks are passed in
-        cfg["contact"]["learned_fallback_depth"] = 1.0   # m: never
+        cfg["contact"]["fallback_depth"] = 1.0   # m: never
         model, state = scenario.build(cfg, f"{task} (rollout, perturbed start {seed})")
         out.append((model, scenario.record(cfg), state, int(round(seconds / model.dt))))
     return out

@@ -88,7 +88,7 @@ def label(model, P, R, progress=None) -> np.ndarray:
     for i in range(len(P)):
         p_w = shape.R_ws @ P[i] + shape.p_ws
         st = BodyPose(0.0, p_w, shape.R_ws @ R[i], np.zeros(6))
-        _, x_s = broadphase.candidates(body, shape, st, model.contact.margin, 0.0)
+        _, x_s = broadphase.candidates(body, shape, st, model.contact.broadphase_margin, 0.0)
         out[i] = 1.0 if x_s.shape[0] == 0 or exact.query(x_s)[0].min() >= 0.0 else 0.0
         if progress is not None and i % 200 == 0:
             progress(i)

@@ -86,13 +86,13 @@ def record(cfg: dict) -> Scenario:
 
 def contact_params(c: dict) -> ContactParams:
     """The [contact] table of a validated config as the solver's parameters."""
-    return ContactParams(mu=c["friction"], clusters=c["clusters"], band=c["band"],
-                         margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
-                         beta=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
+    return ContactParams(friction=c["friction"], clusters=c["clusters"], band=c["band"],
+                         broadphase_margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
+                         penetration_gain=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
                          pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
                          sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
                          sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
-                         fallback_depth=c["learned_fallback_depth"], speculative=c["speculative"])
+                         fallback_depth=c["fallback_depth"], speculative=c["speculative"])
 
 
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
@@ -261,7 +261,7 @@ def true_penetration(model: Model, state: State) -> float:
     deepest = 0.0
     for pair in model.pairs:
         body, shape = model.bodies[pair.body], model.shapes[pair.shape]
-        _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.margin)
+        _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.broadphase_margin)
         if len(x_s):
             deepest = max(deepest, float(-shape.sdf_exact.query(x_s)[0].min()))
     return deepest

@@ -34,7 +34,7 @@ def test_log_has_every_topic_and_replays_bitwise(bolting_log):
 
 def test_log_says_which_steps_the_safety_net_clustered(bolting_log):
     """/contact carries each step's fallback flag (learned clustering handed a step deeper than
-    contact.learned_fallback_depth to k-means): the same steps as a direct run flags."""
+    contact.fallback_depth to k-means): the same steps as a direct run flags."""
     from sim_core.scenarios import scenario
     flags = [m[1]["fallback"] for m in read_log(bolting_log).messages("/contact")]
     model, state, cfg = scenario.load("bolting")

@@ -71,7 +71,7 @@ def test_the_drive_stays_selectable():
 
 def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     """Both scenarios cluster by body patches by default; a step's contacts are the patch
-    representatives; a group deeper than contact.learned_fallback_depth adds its deepest
+    representatives; a group deeper than contact.fallback_depth adds its deepest
     member (the step says so), and a step deeper than PATCH_KMEANS_FACTOR times that is
     k-means' deepest members."""
     from dataclasses import replace
@@ -108,7 +108,7 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
 def test_learned_clustering_contacts_are_the_networks():
     """With contact.clustering = "learned" both scenarios load the shipped networks and a
     step's contacts are theirs, unless the step's deepest node is deeper than
-    contact.learned_fallback_depth: then they are k-means' deepest members (the safety net),
+    contact.fallback_depth: then they are k-means' deepest members (the safety net),
     and the step says so.  k-means stays selectable."""
     from dataclasses import replace
 

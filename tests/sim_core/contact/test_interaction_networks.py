@@ -29,7 +29,7 @@ def engaged():
     st = res.final.body(0)
     body, shape = model.bodies[0], model.shapes[0]
     reach = detection.reach(body, model.contact, st, model.dt)
-    ci, x_s = broadphase.candidates(body, shape, st, model.contact.margin, reach)
+    ci, x_s = broadphase.candidates(body, shape, st, model.contact.broadphase_margin, reach)
     nodes, _ = detection.detect(shape, x_s, reach, ci)
     near = nodes.d < 3e-4                                # the touching ones, not the speculative
     from sim_core.types import Contacts
