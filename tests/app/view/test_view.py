@@ -336,3 +336,26 @@ def test_complete_simulation_frame_draws_the_arm(gl):
     assert px.min(axis=1).mean() > 120 and (px.max(axis=1) - px.min(axis=1)).mean() < 40   # greyish white
     solids = snap.arm
     assert sum(s[0] == "capsule" for s in solids) >= 5 and solids[-1][0] == "box"
+
+
+def test_session_frame_draws_the_arm_where_the_physics_has_it():
+    """The session's render body takes the arm's configuration from the physics snapshot
+    (``SNAPSHOT.q``) and draws its links there; without an arm in the snapshot, none."""
+    pytest.importorskip("pinocchio")
+    from app.loops import RateStats
+    from app.physics_loop import snapshot_array
+    from app.view.session import snapshot as session_snapshot
+    from sim_core.io.records import PROXY
+    from sim_core.scenarios import scenario
+    from sim_core.step import step
+    from sim_core.systems.arm.visual import arm_solids
+    model, state, cfg = scenario.load("peg_in_hole")
+    st, info = step(model, state, scenario.inputs_at(scenario.record(cfg), state.t))
+    sv = snapshot_array(st, info, RateStats(window=10), 0)
+    pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6))
+    snap = session_snapshot(sv, pv, "hole", "peg", 60.0, model.arm.arm)
+    want = arm_solids(model.arm.arm, st.q)
+    assert len(snap.arm) == len(want) > 0
+    for a, b in zip(snap.arm, want):
+        assert a[0] == b[0] and np.allclose(a[1], b[1], rtol=0, atol=1e-12)
+    assert session_snapshot(sv, pv, "hole", "peg", 60.0, None).arm == []
