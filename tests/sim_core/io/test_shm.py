@@ -23,6 +23,7 @@ def test_seqlock_never_torn_across_processes():
     seen, last = 0, 0
     buf = np.empty(SIZE)
     while p.is_alive() or last < WRITES:
+        assert p.is_alive() or p.exitcode == 0, f"writer process failed ({p.exitcode})"
         seq, v = slot.read(buf)
         if seq == 0:
             continue
