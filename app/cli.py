@@ -42,6 +42,8 @@ def _fmt_summary(s: dict) -> str:
         net = ("handed to k-means" if s["clustering"] == "learned" else "reinforced by their deepest nodes")
         lines.append(f"clustering          {s['clustering']}; {s['learned_fallback_steps']} of {s['clustered_steps']} "
                      f"clustered steps {net} (deeper than contact.fallback_depth)")
+    elif s["clustering"] == "none":
+        lines.append("clustering          none: every detected node is its own contact")
     else:
         lines.append(f"clustering          {s['clustering']}")
     if "max_penetration_exact_sdf_m" in s:

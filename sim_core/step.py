@@ -127,7 +127,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     on = c.bodies()
     sol = solve(model, state, c, on, system, row, dt)
     laps.lap("solving")
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c)
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx)
     if system.arm is None:
         nxt, tau, grasp = dynamics.integrate(model, state, sol.V, dt, warm), np.zeros(0), 0.0
     else:

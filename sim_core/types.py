@@ -134,6 +134,7 @@ class Warm:
     f_w: np.ndarray                # (m,3) N, forces on the bodies, world axes
     body: np.ndarray               # (m,) int64, the body each acted on
     lam_c: float = 0.0             # N s, the C-space constraint's impulse
+    node: np.ndarray | None = None  # (m,) int64, each contact's node row (every-node contacts), else None
 
 
 def _batched(a, tail: tuple) -> np.ndarray:

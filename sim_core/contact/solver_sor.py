@@ -47,6 +47,16 @@ import numpy as np
 from numba import njit
 
 OPEN, STICK, SLIP = 0, 1, 2
+# Active set, for large contact sets only (every contact node of a line or face contact, not
+# the ~12-40 representatives of a clustered step, which sweep every contact as before).  Of
+# the ~900 nodes of the peg pressed on its bore, ~20 carry force: the others are gaps that
+# stay open.  After a sweep over every contact, the next FULL_EVERY - 1 sweeps visit only the
+# contacts with a force or not open there; then (or as soon as they settle) every contact
+# again.  Only a sweep over every contact may end the solve, so its result meets the same
+# tolerance on every contact; a gap that another contact's force closes is caught at the next
+# full sweep.  Every sweep counts against the iteration cap.
+ACTIVE_SET_MIN = 64
+FULL_EVERY = 8
 N_COARSE = 24          # angles sampled to bracket the most dissipative slip direction
 N_BISECT = 40          # bisection steps: the bracket 2 (2 pi / 24) shrinks to ~5e-13 rad
 DENOM_MIN = 1e-12      # relative: a slip direction whose normal row W_nn + mu W_nt.d is not
@@ -195,11 +205,37 @@ def _root_near(W, uf, s, mu, phi0):
 
 
 @njit(cache=True)
+def delassus_blocks(G, A_inv):
+    """AG_i = A^-1 G_i^T (n,3): the velocity change per unit force of contact i, and the
+    Delassus block W_i = G_i A^-1 G_i^T (3,3); scalar loops, no temporaries per contact."""
+    m, n = G.shape[0], A_inv.shape[0]
+    AG = np.zeros((m, n, 3))
+    W = np.zeros((m, 3, 3))
+    for i in range(m):
+        for a in range(n):
+            for k in range(3):
+                acc = 0.0
+                for b in range(n):
+                    acc += A_inv[a, b] * G[i, k, b]
+                AG[i, a, k] = acc
+        for r in range(3):
+            for k in range(3):
+                acc = 0.0
+                for a in range(n):
+                    acc += G[i, r, a] * AG[i, a, k]
+                W[i, r, k] = acc
+    return AG, W
+
+
+@njit(cache=True)
 def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     """Nonlinear block SOR (Algorithm 1) on the Delassus operator G A^-1 G^T of any n velocity
     coordinates.  G (m,3,n), A_inv (n,n), V_free = A^-1 b, bn (m,) normal targets, lam0 (m,3)
     warm start; NC (n,) the C-space normal (all zero: no C-space constraint), bC its velocity
     target, lamC0 its warm start.
+
+    More than ``ACTIVE_SET_MIN`` contacts: sweeps alternate between all contacts and the
+    active ones (module constants).
 
     Returns (lambda (m,3), lambda^C, V+ (n,), iterations used, residual, modes (m,))."""
     m = G.shape[0]
@@ -213,11 +249,7 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
             lam[i, 1] *= sc
             lam[i, 2] *= sc
     lamC = max(lamC0, 0.0)
-    AG = np.empty((m, n, 3))
-    W = np.empty((m, 3, 3))
-    for i in range(m):
-        AG[i] = A_inv @ G[i].T
-        W[i] = G[i] @ AG[i]
+    AG, W = delassus_blocks(G, A_inv)
     cspace = False
     for j in range(n):
         if NC[j] != 0.0:
@@ -234,10 +266,16 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     it = 0
     uf = np.empty(3)
     star = np.empty(3)
+    use_set = m > ACTIVE_SET_MIN
+    order = np.arange(m)
+    n_act = m
+    full = True
+    partial = 0
     for _ in range(iterations):
         it += 1
         res = 0.0
-        for i in range(m):
+        for q in range(m if full else n_act):
+            i = q if full else order[q]
             Gi, Wi, AGi, li = G[i], W[i], AG[i], lam[i]
             for r in range(3):           # uf = G_i V - W_i lambda_i, without temporaries
                 acc = 0.0
@@ -263,8 +301,21 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
             newC = alpha * starC + (1.0 - alpha) * lamC
             V += AN * (newC - lamC)
             lamC = newC
-        if res < tol:
-            break
+        if not use_set:
+            if res < tol:
+                break
+        elif full:
+            if res < tol:                # only a sweep over every contact may stop the solve
+                break
+            n_act = 0                    # the active set: contacts with a force, or not open
+            for i in range(m):
+                if lam[i, 0] != 0.0 or lam[i, 1] != 0.0 or lam[i, 2] != 0.0 or modes[i] != OPEN:
+                    order[n_act] = i
+                    n_act += 1
+            full, partial = False, 0
+        else:
+            partial += 1
+            full = res < tol or partial >= FULL_EVERY - 1
     return lam, lamC, V, it, res, modes
 
 
@@ -294,16 +345,28 @@ def residuals(G, A_inv, V, bn, mu, lam):
 
 WARM_RADIUS = 2e-3     # m: a previous contact this close is taken as the same contact
 BODY_APART = 1e3       # m: the shift that keeps different bodies' contacts from matching
+NODE_KEY = 1 << 32     # (body, node) as one sortable key
 
 
 def warm_start(contacts, Cf: np.ndarray, warm) -> tuple[np.ndarray, float]:
-    """Initial forces from the previous step's (``types.Warm``): each contact starts from the
+    """Initial forces from the previous step's (``types.Warm``): every-node contacts start from
+    the force their own node had (matched by body and node row); representatives from the
     force of the nearest previous contact on the same body within ``WARM_RADIUS``."""
     m = len(contacts)
     lam0 = np.zeros((m, 3))
     if warm is None:
         return lam0, 0.0
-    if m and len(warm.x_w):
+    if m and len(warm.x_w) and contacts.idx is not None and warm.node is not None:
+        # every-node contacts: the same node of the same body is the same contact
+        key_prev = warm.body * NODE_KEY + warm.node
+        key_now = contacts.bodies() * NODE_KEY + contacts.idx
+        order = np.argsort(key_prev, kind="stable")
+        pos = np.minimum(np.searchsorted(key_prev[order], key_now), len(order) - 1)
+        j = order[pos]
+        near = key_prev[j] == key_now
+        lam0[near] = np.einsum("mji,mj->mi", Cf[near], warm.f_w[j[near]])
+        lam0[:, 0] = np.maximum(lam0[:, 0], 0.0)
+    elif m and len(warm.x_w):
         # contacts of different bodies never match: each body's points are shifted far apart
         x_now, x_prev = contacts.x_w, warm.x_w
         b_now, b_prev = contacts.bodies(), warm.body

@@ -98,7 +98,7 @@ def test_cli_headless_summary_and_json(tmp_path):
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     for words in ("steps", "real-time factor", "penetration", "final pose", "axial advance",
-                  "rotation about axis", "insertion depth", "clustering          patches;"):
+                  "rotation about axis", "insertion depth", "clustering          none: every detected node"):
         assert words in r.stdout
     s = json.loads(out.read_text())
     assert s["steps"] == 10 and "step_ms_p99" in s and "max_penetration_m" in s
