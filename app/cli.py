@@ -222,6 +222,17 @@ def cmd_train_clustering(a) -> int:
     return 0
 
 
+def _tolerance(text: str) -> float:
+    """--tolerance: a finite deviation >= 0 (m, m/s, rad)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (x >= 0.0 and x < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: a finite deviation >= 0 is required")
+    return x
+
+
 def cmd_replay(a) -> int:
     from app.replay import replay
     from sim_core.io.log import read_log
@@ -327,7 +338,7 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="re-run the physics from a log's inputs")
     rp.add_argument("log", help="MCAP log written by tightsim run --log")
     rp.add_argument("--verify", action="store_true", help="compare with the logged trajectory (exit 1 on mismatch)")
-    rp.add_argument("--tolerance", type=float, default=0.0, metavar="X",
+    rp.add_argument("--tolerance", type=_tolerance, default=0.0, metavar="X",
                     help="allowed max deviation (default 0: bitwise)")
     rp.set_defaults(fn=cmd_replay)
     lg = sub.add_parser("log", help="inspect logs")

@@ -5,11 +5,46 @@ import numpy as np
 
 from sim_core.io.log import Log, LogError
 
+# the fields replay reads, with their lengths (None: the arm's own)
+FIELDS = {
+    "/physics_input": {"p_set_w": 3, "R_set_w": 9, "v_set_w": 3, "w_set_w": 3, "f_ext": 6},
+    "/part_state": {"t": 0, "p_w": 3, "R_wb": 9, "V": 6},
+    "/arm_state": {"q": None, "qd": None},
+}
+
+
+def checked(log: Log, topic: str, k: int, msg, sizes: dict | None = None) -> dict:
+    """Message k of a topic as arrays, each field present, numeric, of its length and finite;
+    anything else is a LogError naming the topic, the message and the field."""
+    where = f"{log.path}: {topic}[{k}]"
+    if not isinstance(msg, dict):
+        raise LogError(f"{where}: not an object")
+    out = {}
+    for key, n in FIELDS[topic].items():
+        if key not in msg:
+            raise LogError(f"{where}: field {key!r} missing")
+        try:
+            a = np.asarray(msg[key], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise LogError(f"{where}: {key}: not numbers") from None
+        want = (sizes or {}).get(key, n)
+        if (want == 0 and a.ndim != 0) or (want and a.shape != (want,)):
+            raise LogError(f"{where}: {key}: {a.size} numbers, expected {want or 1}")
+        if not np.all(np.isfinite(a)):
+            raise LogError(f"{where}: {key}: not finite")
+        out[key] = a
+    return out
+
 
 def replay(log: Log, verify: bool = False):
     """Re-run the physics from the logged inputs with the one step (``sim_core.step``);
     returns (steps, max position error m, max velocity error m/s or rad/s), the part's and the
-    arm's joints alike.  Bitwise reproduction gives zeros."""
+    arm's joints alike.  Bitwise reproduction gives zeros.  A log with damaged records, or
+    messages of another shape, is a LogError: it is never compared (a damaged chunk would
+    otherwise drop the steps it held and the rest would still match)."""
+    if log.corrupt:
+        more = f" (and {len(log.corrupt) - 1} more)" if len(log.corrupt) > 1 else ""
+        raise LogError(f"{log.path}: corrupted: {log.corrupt[0]}{more}; not replayed")
     from dataclasses import replace
 
     from sim_core.config import validate
@@ -31,26 +66,46 @@ def replay(log: Log, verify: bool = False):
     if sess and sess[0][1].get("physics") == "session_step":
         raise LogError(f"{log.path}: /session: written by an older tightsim (physics \"session_step\"); "
                        "this version replays logs of its one step")
+    if not parts:
+        raise LogError(f"{log.path}: /part_state empty, no start state to replay from")
+    if model.arm is not None and not arms:
+        raise LogError(f"{log.path}: /arm_state missing, but the scenario's arm holds the part")
+    arm_sizes = {} if model.arm is None else {"q": state0.q.size, "qd": state0.qd.size}
+    parts = [checked(log, "/part_state", k, m) for k, (_, m) in enumerate(parts)]
+    arms = [checked(log, "/arm_state", k, m, arm_sizes) for k, (_, m) in enumerate(arms)] if model.arm else []
     # the first /part_state (and /arm_state) is the initial state, written before the first step
-    first = parts[0][1]
-    state = replace(state0, t=first["t"], p_w=np.array(first["p_w"])[None],
-                    R_wb=np.array(first["R_wb"]).reshape(1, 3, 3), V=np.array(first["V"])[None])
-    if model.arm is not None and arms:
-        state = replace(state, q=np.array(arms[0][1]["q"]), qd=np.array(arms[0][1]["qd"]))
+    first = parts[0]
+    state = replace(state0, t=float(first["t"]), p_w=first["p_w"][None], R_wb=first["R_wb"].reshape(1, 3, 3),
+                    V=first["V"][None])
+    if arms:
+        state = replace(state, q=arms[0]["q"], qd=arms[0]["qd"])
     err_p = err_v = 0.0
     n = 0
-    for k, (_, m) in enumerate(inputs):
-        inp = Inputs(np.array(m["p_set_w"]), np.array(m["R_set_w"]).reshape(3, 3), np.array(m["v_set_w"]),
-                     np.array(m["w_set_w"]), np.array(m["f_ext"]))
-        state, _ = step(model, state, inp, m.get("dt") or None)
+    for k, (_, raw) in enumerate(inputs):
+        m = checked(log, "/physics_input", k, raw)
+        dt = raw.get("dt") if isinstance(raw, dict) else None
+        if dt is not None and not (isinstance(dt, (int, float)) and 0.0 < dt < 1.0):
+            raise LogError(f"{log.path}: /physics_input[{k}]: dt {dt!r} is not a step length in (0, 1) s")
+        inp = Inputs(m["p_set_w"], m["R_set_w"].reshape(3, 3), m["v_set_w"], m["w_set_w"], m["f_ext"])
+        state, _ = step(model, state, inp, dt)
         n += 1
         if verify and k + 1 < len(parts):
-            ref = parts[k + 1][1]
-            err_p = max(err_p, float(np.abs(state.p_w[0] - np.array(ref["p_w"])).max()),
-                        float(np.abs(state.R_wb[0].ravel() - np.array(ref["R_wb"])).max()))
-            err_v = max(err_v, float(np.abs(state.V[0] - np.array(ref["V"])).max()))
-            if model.arm is not None and k + 1 < len(arms):
-                a = arms[k + 1][1]
-                err_p = max(err_p, float(np.abs(state.q - np.array(a["q"])).max()))
-                err_v = max(err_v, float(np.abs(state.qd - np.array(a["qd"])).max()))
+            ref = parts[k + 1]
+            err_p = _worse(err_p, state.p_w[0] - ref["p_w"], state.R_wb[0].ravel() - ref["R_wb"])
+            err_v = _worse(err_v, state.V[0] - ref["V"])
+            if k + 1 < len(arms):
+                err_p = _worse(err_p, state.q - arms[k + 1]["q"])
+                err_v = _worse(err_v, state.qd - arms[k + 1]["qd"])
+    if verify and len(parts) != len(inputs) + 1 and not (log.truncated and len(parts) == len(inputs)):
+        raise LogError(f"{log.path}: {len(inputs)} /physics_input but {len(parts)} /part_state messages "
+                       "(one more than the steps expected): not verified")
     return n, err_p, err_v
+
+
+def _worse(err: float, *diffs) -> float:
+    """The larger of err and the differences' largest magnitude; a non-finite difference (a
+    replay that diverged) is infinitely bad, never a match."""
+    for d in diffs:
+        m = float(np.max(np.abs(d))) if np.size(d) else 0.0
+        err = max(err, m if np.isfinite(m) else np.inf)
+    return err

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from mcap.records import Channel, Footer, Message
+from mcap.exceptions import EndOfFile
+from mcap.records import Channel, Message
 from mcap.stream_reader import StreamReader
 
 from sim_core.math.so3 import matrix_to_quat
@@ -129,50 +131,117 @@ class Log:
     """Messages of a log by topic, in file order: lists of (log time s, decoded dict)."""
     path: Path
     topics: dict = field(default_factory=dict)
-    truncated: bool = False
-    error: str = ""
+    truncated: bool = False        # the file ends inside a record (a session killed mid-write)
+    error: str = ""                # what the cut looked like
+    corrupt: list = field(default_factory=list)   # damaged records, one line each (read past)
 
     def messages(self, topic: str) -> list:
         return self.topics.get(topic, [])
 
 
+MAGIC = b"\x89MCAP0\r\n"
+MAX_RECORD = 1 << 30       # bytes: a larger length field is damage, not a record a cut ended
+_FOOTER, _CHUNK, _MESSAGE_INDEX = 0x02, 0x06, 0x07
+
+
+def _index_problem(body: bytes, chunk, channels: dict) -> str:
+    """What is wrong with a message index record (it has no CRC of its own): it must follow a
+    chunk, name a known channel, and point inside that chunk at times within its span."""
+    if chunk is None:
+        return "no chunk before it"
+    if len(body) < 6:
+        return "too short"
+    channel, nbytes = struct.unpack_from("<HI", body, 0)
+    if channel not in channels:
+        return f"unknown channel {channel}"
+    if nbytes % 16 or 6 + nbytes != len(body):
+        return "entry table of the wrong length"
+    start, stop, size = chunk
+    for k in range(nbytes // 16):
+        t, off = struct.unpack_from("<QQ", body, 6 + 16 * k)
+        if not (start <= t <= stop) or off >= size:
+            return f"entry {k} outside its chunk"
+    return ""
+
+
+def _decode(rec_bytes: bytes) -> list:
+    """The records in one top-level record (a chunk holds several), CRCs checked.  The reader
+    ends a stream with EndOfFile once the record's bytes are used up: that is the normal end
+    here (the record's own length was checked by the caller)."""
+    out = []
+    it = iter(StreamReader(io.BytesIO(rec_bytes), skip_magic=True, validate_crcs=True).records)
+    while True:
+        try:
+            out.append(next(it))
+        except (StopIteration, EndOfFile):
+            return out
+
+
 def read_log(path: Path | str) -> Log:
-    """Read every complete record; a log cut anywhere opens up to the cut (``truncated``)."""
+    """Read every record, checking each chunk's CRC.  A record that is complete but damaged
+    (a CRC or format error) is listed in ``corrupt`` and the records after it are still read;
+    a file that ends inside a record was cut (``truncated``: everything before the cut is
+    read).  The top-level records are walked here (opcode, length, body) so one bad chunk
+    does not hide the rest; the mcap package decodes each record with its CRCs checked."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as e:
         raise LogError(f"{path}: cannot read ({e.strerror})") from None
+    if data[:8] != MAGIC:
+        raise LogError(f"{path}: not an MCAP log (bad magic)")
     log = Log(path)
     channels: dict[int, str] = {}
-    footer = False
-    try:
-        for rec in StreamReader(io.BytesIO(data)).records:
+    chunk = None
+    pos, end = 8, len(data)
+    while pos < end:
+        if data[pos:pos + 8] == MAGIC and pos + 8 == end:           # the closing magic
+            break
+        if pos + 9 > end:
+            log.truncated, log.error = True, f"cut at byte {end}, inside a record header"
+            break
+        op = data[pos]
+        length = int.from_bytes(data[pos + 1:pos + 9], "little")
+        if pos + 9 + length > end:
+            if length > MAX_RECORD:  # no writer makes a record this large: the header is damaged
+                log.corrupt.append(f"byte {pos}: record length {length} exceeds the file; "
+                                   "the records after it cannot be found")
+            else:
+                log.truncated, log.error = True, f"cut at byte {end}, inside a record of {length} bytes"
+            break
+        rec_bytes = data[pos:pos + 9 + length]
+        pos += 9 + length
+        if op == _CHUNK and length >= 24:
+            chunk = struct.unpack_from("<QQQ", data, pos - length)     # start, end time; size
+        elif op == _MESSAGE_INDEX:
+            bad = _index_problem(data[pos - length:pos], chunk, channels)
+            if bad:
+                log.corrupt.append(f"byte {pos - 9 - length}: message index is damaged ({bad})")
+            continue
+        try:
+            recs = _decode(rec_bytes)
+        except Exception as e:  # noqa: BLE001 - a damaged record can fail anywhere in the decoder
+            log.corrupt.append(f"byte {pos - 9 - length}: record 0x{op:02x} of {length} bytes is damaged "
+                               f"({type(e).__name__}: {e})".splitlines()[0][:200])
+            continue
+        for rec in recs:
             if isinstance(rec, Channel):
                 channels[rec.id] = rec.topic
             elif isinstance(rec, Message):
                 topic = channels.get(rec.channel_id)
                 if topic is None:
-                    raise LogError(f"{path}: message on unknown channel {rec.channel_id}")
+                    log.corrupt.append(f"message {rec.sequence} on unknown channel {rec.channel_id}")
+                    continue
                 try:
                     msg = json.loads(rec.data)
                 except ValueError:
-                    raise LogError(f"{path}: {topic}: message {rec.sequence} is not valid JSON") from None
+                    log.corrupt.append(f"{topic}: message {rec.sequence} is not valid JSON")
+                    continue
                 log.topics.setdefault(topic, []).append((rec.log_time * 1e-9, msg))
-            elif isinstance(rec, Footer):
-                footer = True
-    except LogError:
-        raise
-    except Exception as e:  # noqa: BLE001 - a cut can fail anywhere inside a record
-        if not log.topics and not channels:
-            if data[:8] != b"\x89MCAP0\r\n":
-                raise LogError(f"{path}: not an MCAP log (bad magic)") from None
-            raise LogError(f"{path}: cut at byte {len(data)}, before its first complete chunk: "
-                           "nothing to read") from None
-        if footer:                      # the reader runs past the closing magic: complete
-            return log
-        log.truncated = True
-        log.error = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+        if op == _FOOTER:
+            break
+    if not log.topics and not channels and log.truncated:
+        raise LogError(f"{path}: cut at byte {end}, before its first complete chunk: nothing to read")
     return log
 
 
@@ -203,4 +272,6 @@ def info(log: Log) -> str:
         lines.append(f"part       final p_w = {[round(x, 6) for x in parts[-1][1]['p_w']]} m"
                      + (f", max penetration {max(pen) * 1e6:.1f} um" if pen else ""))
     lines.append("complete   yes" if not log.truncated else f"complete   NO (cut: {log.error}); read up to the cut")
+    for problem in log.corrupt:
+        lines.append(f"CORRUPTED  {problem}")
     return "\n".join(lines)
