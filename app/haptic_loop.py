@@ -26,7 +26,7 @@ import traceback
 import numpy as np
 
 from app.events import event, process_logger
-from app.loops import sleep_until, try_realtime
+from app.loops import child_signals, sleep_until, try_realtime
 from sim_core.io.records import PROXY, TICK
 from sim_core.io.shm import Ring, SeqSlot
 
@@ -59,6 +59,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     from haptics.local_contact import PACKED_SIZE, LocalContact
     from haptics.proxy import Proxy
 
+    child_signals(stop)
     log = process_logger("haptic", status)
     if spec.get("realtime", True):
         realtime, note = try_realtime()
@@ -69,6 +70,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     contact_slot = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     ring = Ring(TICK.size, spec["ring_capacity"], name=spec["ring"], create=False)
     dev = None
+    rec = np.zeros(PROXY.size)          # before the device opens: a failing open still reports through it
     try:
         dev = open_device(spec["device"])
         cap = dev.capability
@@ -88,7 +90,6 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         buf = np.empty(PACKED_SIZE)
         lc, lc_seq, lc_wall = None, 0, None
         safety = 1.0
-        rec = np.zeros(PROXY.size)
         tick = np.zeros(TICK.size)
         clock = time.perf_counter
         parent = os.getppid()
@@ -104,6 +105,9 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
             start = clock()
             now = start - t0
             s = dev.read(now)
+            if not (np.isfinite(s.p).all() and np.isfinite(s.q).all() and np.isfinite(s.v).all()
+                    and np.isfinite(s.w).all()):
+                raise DeviceFault(f"device {spec['device']}: a sample with non-finite values (refused; zero force)")
             seq = contact_slot.try_read(buf)
             if seq > 0 and seq != lc_seq:
                 lc_seq, lc_wall = seq, now

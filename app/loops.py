@@ -65,3 +65,13 @@ class RateStats:
 
     def percentile(self, q: float) -> float:
         return float(np.percentile(self.periods, q)) if self.periods else 0.0
+
+
+def child_signals(stop) -> None:
+    """In a session's loop process: Ctrl-C belongs to the main process (it stops the session
+    for everyone; a child that also caught it printed a traceback), and SIGTERM -- sent to the
+    whole process group, say -- sets the stop flag, so the loop ends the way it always does
+    (the haptic loop commands zero force, the logger closes the log)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -20,13 +20,14 @@ import logging
 import multiprocessing as mp
 import os
 import queue
+import signal
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from app.events import ROOT, as_message, event, process_logger
-from app.loops import sleep_until, try_realtime
+from app.loops import child_signals, sleep_until, try_realtime
 from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
 from sim_core.io.shm import Ring, SeqSlot, StopFlag
 
@@ -77,6 +78,7 @@ def start_state(spec: dict):
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
+    child_signals(stop)
     from app import physics_loop
     from haptics.local_contact import PACKED_SIZE
     from sim_core.scenarios import scenario
@@ -134,6 +136,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
 def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
     """Logger process: drains the haptic and physics rings into the MCAP log every
     ``LOG_PERIOD_S``, so neither loop ever waits on JSON encoding or the disk."""
+    child_signals(stop)
     from app import physics_loop
     from sim_core.io.log import LogWriter
     ticks = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
@@ -225,11 +228,19 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                              name="tightsim-logger", daemon=True)
         logger.start()
     res = SessionResult()
+
+    def _interrupted(signum, _frame):
+        # SIGTERM or Ctrl-C: stop every loop the usual way; the finally below joins them,
+        # closes the log and unlinks the shared memory
+        res.messages.append(("stop", True, f"interrupted ({signal.Signals(signum).name})"))
+        stop.set()
+    old = {sig: signal.signal(sig, _interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
     phys.start()
     hapt.start()
     ready = 0
     deadline = time.perf_counter() + STARTUP_TIMEOUT_S
-    while ready < 2 and time.perf_counter() < deadline and hapt.is_alive() and phys.is_alive():
+    while (ready < 2 and time.perf_counter() < deadline and hapt.is_alive() and phys.is_alive()
+           and not stop.is_set()):
         try:
             msg = as_message(status.get(timeout=0.1))
         except queue.Empty:
@@ -272,6 +283,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         event(logging.getLogger(ROOT), "stop", True, "interrupted")
     finally:
         stop.set()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
         res.wall = time.perf_counter() - t0
         if on_frame is not None and hasattr(on_frame, "close"):
             on_frame.close()                 # the window goes before the loops are joined
