@@ -222,6 +222,18 @@ def cmd_train_clustering(a) -> int:
     return 0
 
 
+def _duration(text: str) -> float:
+    """--duration: seconds in (0, an hour] (``config.MAX_DURATION``)."""
+    from sim_core.config import MAX_DURATION
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (0.0 < x <= MAX_DURATION):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds in (0, {MAX_DURATION:g}] are required")
+    return x
+
+
 def _tolerance(text: str) -> float:
     """--tolerance: a finite deviation >= 0 (m, m/s, rad)."""
     try:
@@ -260,7 +272,8 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a scenario (headless when there is no display)")
     r.add_argument("scenario", help="scenario name in config/ (bolting, peg_in_hole) or a TOML path")
     r.add_argument("--headless", action="store_true", help="no window; print a summary")
-    r.add_argument("--duration", type=float, metavar="S", help="simulated seconds (default: the config's)")
+    r.add_argument("--duration", type=_duration, metavar="S",
+                   help="simulated seconds, at most an hour (default: the config's)")
     r.add_argument("--log", metavar="PATH", help="write an MCAP log of every step")
     r.add_argument("--summary-json", metavar="PATH", help="write the summary figures as JSON")
     r.add_argument("--device", metavar="SPEC", help="run a real-time haptic session with this device: "

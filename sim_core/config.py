@@ -29,28 +29,39 @@ class Field:
     doc: str = ""
 
 
+# Bounds, each with its reason (a legal but absurd value either never ends or fails deep
+# inside with an error that names nothing):
+MAX_DURATION = 3600.0     # s: an hour of simulated time; longer studies are several runs
+MAX_STEPS = 10_000_000    # duration / dt: ~3 h of stepping at the bolting step's 1 ms (headless)
+REACH = 1.5               # m: every position within 1.5 m of the static part (the Panda reaches 0.855 m
+                          # from its base; a part further away is a unit error, mm for m say)
+MAX_TURN_DEG = 36_000.0   # deg: a hundred turns of yaw (a nut needs five)
+MAX_TILT_DEG = 90.0       # deg: beyond that the part is upside down
 _WAYPOINT = {
-    "t": Field("float", lo=0.0, unit="s", doc="time of the waypoint"),
-    "position": Field("vec3", unit="m", doc="set position of the moving part's centre (world)"),
-    "yaw_deg": Field("float", 0.0, unit="deg", doc="set rotation about world z"),
-    "tilt_deg": Field("vec2", (0.0, 0.0), unit="deg", doc="set tilt about x then y"),
+    "t": Field("float", lo=0.0, hi=MAX_DURATION, unit="s", doc="time of the waypoint"),
+    "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="set position of the moving part's centre (world)"),
+    "yaw_deg": Field("float", 0.0, lo=-MAX_TURN_DEG, hi=MAX_TURN_DEG, unit="deg", doc="set rotation about world z"),
+    "tilt_deg": Field("vec2", (0.0, 0.0), lo=-MAX_TILT_DEG, hi=MAX_TILT_DEG, unit="deg",
+                      doc="set tilt about x then y"),
 }
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
         "task": Field("enum", choices=("peg_in_hole", "bolting"), doc="which task metrics apply"),
-        "duration": Field("float", gt=0.0, unit="s", doc="simulated time of a run"),
-        "dt": Field("float", 0.01, gt=0.0, hi=0.1, unit="s", doc="physics step T"),
+        "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
+        "dt": Field("float", 0.01, lo=1e-4, hi=0.1, unit="s",
+                    doc="physics step T (0.1 ms .. 0.1 s; at most 10 million steps a run)"),
     },
     "parts": {
         "static": Field("str", doc="asset name of the fixed part (hole, bolt_M48x5, ...)"),
         "moving": Field("str", doc="asset name of the moving part (peg, nut_M48x5, ...)"),
-        "density": Field("float", gt=0.0, unit="kg/m^3", doc="density of the moving part"),
+        "density": Field("float", lo=100.0, hi=25000.0, unit="kg/m^3",
+                         doc="density of the moving part (foams to osmium)"),
     },
     "contact": {
-        "friction": Field("float", 0.15, lo=0.0, doc="Coulomb coefficient mu"),
-        "clusters": Field("int", 12, lo=1, doc="M_c: k-means clusters, or the body patches of the patch "
+        "friction": Field("float", 0.15, lo=0.0, hi=2.0, doc="Coulomb coefficient mu (clean metals 0.1-1)"),
+        "clusters": Field("int", 12, lo=1, hi=10_000, doc="M_c: k-means clusters, or the body patches of the patch "
                                                  "clustering (each gives one representative per normal "
                                                  "direction it touches)"),
         "clustering": Field("enum", "patches", choices=("patches", "none", "learned", "kmeans", "kmeans_centroid"),
@@ -68,14 +79,14 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "detector": Field("enum", "neural", choices=("exact", "neural"),
                           doc="static part's signed distance: exact geometry or the trained network "
                               "(assets/sdf/PART.npz)"),
-        "band": Field("float", 2e-4, lo=0.0, unit="m",
+        "band": Field("float", 2e-4, lo=0.0, hi=0.01, unit="m",
                       doc="nodes with signed distance below this are contact candidates"),
         "speculative": Field("enum", "predicted", choices=("predicted", "current"),
                              doc="a node not yet touching is linearized where it will be at the end "
                                  "of the step (its depth and normal there; it slides past a convex "
                                  "edge) or where it is now (the edge's plane stops it: ghost contact; "
                                  "docs/fidelity.md)"),
-        "broadphase_margin": Field("float", 2e-3, lo=0.0, unit="m",
+        "broadphase_margin": Field("float", 2e-3, lo=0.0, hi=0.05, unit="m",
                                    doc="slack around the static part's bounding volume"),
         "normal_scale": Field("float", 0.01, gt=0.0, unit="m",
                               doc="weight of the normal in k-means features [x, s n]"),
@@ -89,11 +100,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
                             "off by default: measured, it does not lower penetration here (docs/contact_solving.md)"),
         "sor_relaxation": Field("float", 1.0, gt=0.0, hi=1.0,
                                 doc="SOR relaxation alpha (<= 1 keeps every iterate in the cone)"),
-        "sor_iterations": Field("int", 100, lo=1, doc="block SOR sweeps (max)"),
+        "sor_iterations": Field("int", 100, lo=1, hi=100_000, doc="block SOR sweeps (max)"),
         "sor_tolerance": Field("float", 1e-6, gt=0.0, unit="N",
                                doc="stop when no contact's force is further than this from its "
                                    "single-contact solution"),
-        "pgs_iterations": Field("int", 50, lo=1, doc="projected Gauss-Seidel sweeps (max)"),
+        "pgs_iterations": Field("int", 50, lo=1, hi=100_000, doc="projected Gauss-Seidel sweeps (max)"),
         "pgs_tolerance": Field("float", 1e-10, gt=0.0, unit="N",
                                doc="stop when no force changes by more than this"),
     },
@@ -104,24 +115,31 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "gripper": Field("enum", "fixed", choices=("fixed", "turning"),
                          doc="fixed: the Panda's 7 joints hold the part; turning: an infinite-turn gripper "
                              "joint turns it without end (fastening a nut) while the wrist holds still"),
-        "base_position": Field("vec3", (-0.45, 0.0, -0.2), unit="m", doc="the arm's base (world)"),
-        "grasp_offset": Field("float", 0.03, unit="m",
+        "base_position": Field("vec3", (-0.45, 0.0, -0.2), lo=-REACH, hi=REACH, unit="m",
+                               doc="the arm's base (world)"),
+        "grasp_offset": Field("float", 0.03, lo=-0.2, hi=0.2, unit="m",
                               doc="tool point from the part's centre along its axis (the tool points down it)"),
-        "coupling_stiffness": Field("vec2", (1e5, 200.0), lo=0.0, unit="N/m, N m/rad",
+        "coupling_stiffness": Field("vec2", (1e5, 200.0), lo=0.0, hi=1e8, unit="N/m, N m/rad",
                                     doc="grasp: stiff potential between tool and part (linear, angular)"),
-        "coupling_damping": Field("vec2", (300.0, 0.5), lo=0.0, unit="N s/m, N m s/rad",
+        "coupling_damping": Field("vec2", (300.0, 0.5), lo=0.0, hi=1e6, unit="N s/m, N m s/rad",
                                   doc="grasp damping (linear, angular)"),
     },
     "drive": {
-        "stiffness_linear": Field("vec3", unit="N/m", lo=0.0, doc="spring to the set position (world x y z)"),
-        "damping_linear": Field("vec3", unit="N s/m", lo=0.0, doc="damper to the set velocity"),
-        "stiffness_angular": Field("vec3", unit="N m/rad", lo=0.0, doc="spring to the set rotation (body axes)"),
-        "damping_angular": Field("vec3", unit="N m s/rad", lo=0.0, doc="damper to the set angular velocity"),
+        # an industrial arm's admittance stays far below these; beyond them the step's linear
+        # system loses its digits (a 1e12 N/m drive gave "Singular matrix")
+        "stiffness_linear": Field("vec3", unit="N/m", lo=0.0, hi=1e7, doc="spring to the set position (world x y z)"),
+        "damping_linear": Field("vec3", unit="N s/m", lo=0.0, hi=1e6, doc="damper to the set velocity"),
+        "stiffness_angular": Field("vec3", unit="N m/rad", lo=0.0, hi=1e5,
+                                   doc="spring to the set rotation (body axes)"),
+        "damping_angular": Field("vec3", unit="N m s/rad", lo=0.0, hi=1e4,
+                                 doc="damper to the set angular velocity"),
     },
     "start": {
-        "position": Field("vec3", unit="m", doc="initial centre of the moving part (world)"),
-        "yaw_deg": Field("float", 0.0, unit="deg", doc="initial rotation about world z"),
-        "tilt_deg": Field("vec2", (0.0, 0.0), unit="deg", doc="initial tilt about x then y"),
+        "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),
+        "yaw_deg": Field("float", 0.0, lo=-MAX_TURN_DEG, hi=MAX_TURN_DEG, unit="deg",
+                         doc="initial rotation about world z"),
+        "tilt_deg": Field("vec2", (0.0, 0.0), lo=-MAX_TILT_DEG, hi=MAX_TILT_DEG, unit="deg",
+                          doc="initial tilt about x then y"),
     },
 }
 ARRAYS = {"waypoints": _WAYPOINT}   # [[waypoints]] tables, at least two, times increasing
@@ -197,6 +215,10 @@ def validate(raw: dict, src: str) -> dict:
         for i in range(1, len(ts)):
             if ts[i] <= ts[i - 1]:
                 raise ConfigError(f"waypoints[{i}].t: times must increase, got {ts[i]:g} after {ts[i-1]:g}")
+        steps = cfg["scenario"]["duration"] / cfg["scenario"]["dt"]
+        if steps > MAX_STEPS:
+            raise ConfigError(f"scenario.duration / scenario.dt: {steps:.3g} steps, at most {MAX_STEPS:.0e} "
+                              "a run (split the study)")
     except ConfigError as e:
         raise err(str(e)) from None
     return cfg
@@ -209,6 +231,8 @@ def load(path: Path | str) -> dict:
         text = path.read_text()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text (TOML) file") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

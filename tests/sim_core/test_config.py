@@ -34,7 +34,7 @@ BAD = {
     "negative size": (lambda g: g.replace("band = 0.0002", "band = -0.0002"),
                       "contact.band", "must be >= 0"),
     "negative density": (lambda g: g.replace("density = 7850.0", "density = -1.0"),
-                         "parts.density", "must be > 0"),
+                         "parts.density", "must be >= 100"),
     "short vector": (lambda g: g.replace("stiffness_linear = [2000.0, 2000.0, 400.0]",
                                          "stiffness_linear = [2000.0, 400.0]"),
                      "drive.stiffness_linear", "list of 3 numbers"),
