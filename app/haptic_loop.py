@@ -7,9 +7,13 @@ at 1 kHz -> write the device force -> publish the proxy (seqlock) and a log reco
 Safety, whatever happens:
   * the device clamps every wrench to its capability (``devices.base``), the coupling limits
     and ramps its output, and its passivity controller keeps the device port passive;
-  * a **physics watchdog** ramps the output to zero when no contact model has arrived for
-    ``PHYSICS_STALL_S`` (the proxy would otherwise press into geometry nobody updates) and
-    back up when the physics resumes;
+  * **through a physics stall the last contact model is held**, never dropped: its contacts
+    are planes fixed to the static part, re-evaluated at the proxy pose every tick, so the
+    proxy cannot sink into geometry while no new model comes (dropping the model let the
+    proxy fall 36 mm into the bolt under the user's 20 N in a 26 ms stall, and the
+    penetration was expelled when contact came back: the part was flung).  Only when the
+    physics has been silent for ``PHYSICS_DEAD_S`` (it is presumed dead, not late) does a
+    **watchdog** ramp the output to zero (``physics_watchdog``), and back up if it resumes;
   * a device fault (disconnect, garbage, silence) sets the force to zero at once, reports a
     one-line message and ends this loop (the session then ends cleanly; the log is intact);
   * leaving the loop for any reason -- stop, fault, exception -- commands zero force.
@@ -32,8 +36,17 @@ from sim_core.io.shm import Ring, SeqSlot
 
 T_HAPTIC = 1e-3
 ORPHAN_CHECK_TICKS = 50     # every 50 ms: if the session process died, stop (zero force)
-PHYSICS_STALL_S = 0.05      # 5 physics periods without a contact model: ramp the force out
+PHYSICS_DEAD_S = 0.25       # 25 physics periods without a contact model: the physics is dead, ramp out
 STALL_RAMP_S = 0.01         # ... over 10 ms (and back in over the same time)
+
+
+def physics_watchdog(age: float | None, safety: float) -> float:
+    """The output scale after a tick whose newest contact model is `age` s old (None: none
+    yet): ramped toward 0 by T / ``STALL_RAMP_S`` a tick once the physics has been silent
+    for ``PHYSICS_DEAD_S``, toward 1 otherwise.  The model itself is held meanwhile."""
+    if age is not None and age > PHYSICS_DEAD_S:
+        return max(0.0, safety - T_HAPTIC / STALL_RAMP_S)
+    return min(1.0, safety + T_HAPTIC / STALL_RAMP_S)
 
 
 def _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec) -> None:
@@ -61,11 +74,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
 
     child_signals(stop)
     log = process_logger("haptic", status)
-    if spec.get("realtime", True):
-        realtime, note = try_realtime()
-    else:
-        realtime, note = False, "SCHED_FIFO not requested"
-    event(log, "realtime", realtime, note)
+    realtime = False
     proxy_slot = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact_slot = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     ring = Ring(TICK.size, spec["ring_capacity"], name=spec["ring"], create=False)
@@ -79,6 +88,13 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         coupling = Coupling(CouplingGains(**spec.get("gains", {})), limits, T=T_HAPTIC)
         proxy = Proxy(spec["mass"], np.array(spec["inertia"]), np.array(spec["p0"]), np.array(spec["R0"]))
         _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec)
+        # real-time priority only now: the start-up (numba loading or compiling) must not
+        # hold a core at SCHED_FIFO (the kernel throttled it: "RT throttling activated")
+        if spec.get("realtime", True):
+            realtime, note = try_realtime()
+        else:
+            realtime, note = False, "SCHED_FIFO not requested"
+        event(log, "realtime", realtime, note)
         # no cyclic garbage collection during the loop: a full collection can take
         # milliseconds, and a tick allocates only acyclic temporaries (freed by refcount)
         gc.collect()
@@ -116,12 +132,10 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
                 except ValueError as e:           # never act on a corrupt model
                     lc = None
                     event(log, "warning", False, f"haptic loop: bad contact model ignored ({e})")
-            stalled = lc_wall is not None and now - lc_wall > PHYSICS_STALL_S
-            safety = max(0.0, safety - T_HAPTIC / STALL_RAMP_S) if stalled else \
-                min(1.0, safety + T_HAPTIC / STALL_RAMP_S)
+            safety = physics_watchdog(None if lc_wall is None else now - lc_wall, safety)
             f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC,
                                         clutch=bool(s.buttons & 1))
-            proxy.step(F, B, lc if not stalled else None, T_HAPTIC)
+            proxy.step(F, B, lc, T_HAPTIC)          # the newest model, held through a stall
             dev.write_force(f_dev * safety)
             end = clock()
             PROXY.pack(rec, t=now, p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,

@@ -79,16 +79,13 @@ def start_state(spec: dict):
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
     """Physics process: build the scenario, run the loop until stop, report statistics."""
     child_signals(stop)
-    from app import physics_loop
-    from haptics.local_contact import PACKED_SIZE
-    from sim_core.scenarios import scenario
-
-    if spec.get("realtime", True):
-        # below the haptic loop (80) but above rendering: a frame may wait, a physics step not
-        try_realtime(PHYSICS_PRIORITY)
     # One numba thread: the haptic loop owns a core, and a parallel kernel whose second
     # thread waits behind it would stall the whole step (measured: 6.6 % missed deadlines).
     import numba
+
+    from app import physics_loop
+    from haptics.local_contact import PACKED_SIZE
+    from sim_core.scenarios import scenario
     numba.set_num_threads(PHYSICS_THREADS)
     from sim_core import step as step_mod
     from sim_core.types import Inputs
@@ -114,6 +111,10 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
 
     try:
         step_mod.step(model, state, Inputs(state.p_w[0], state.R_wb[0], np.zeros(3), np.zeros(3)))  # warm up
+        if spec.get("realtime", True):
+            # after the start-up (numba, scenario), below the haptic loop (80) but above
+            # rendering: a frame may wait, a physics step not
+            try_realtime(PHYSICS_PRIORITY)
         if ready is not None:
             event(process_logger("physics", ready), "ready", True, "physics loop ready")
             go.wait()
