@@ -81,8 +81,13 @@ def log_ticks(log, records: np.ndarray) -> None:
 
 
 def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, stop,
-        duration: float | None = None, on_step=None, clock=time.perf_counter, phys_ring=None) -> dict:
+        duration: float | None = None, on_step=None, clock=time.perf_counter, phys_ring=None,
+        stalls=()) -> dict:
     """Run until `stop` is set (or `duration` of wall time); returns loop statistics.
+
+    ``stalls``: [(t s, length s), ...] -- the loop freezes for `length` once its clock passes
+    `t` (fault injection: what a descheduled or swapped-out physics process does to the
+    haptic side; the robustness tests use it).
 
     Logging: either in this loop (``log``: a LogWriter; it also drains the haptic ``ring``)
     or, in a session, by the logger process (``phys_ring``: one ``layout.PHYS`` record per
@@ -97,7 +102,10 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
     if log is not None:     # replay must step the way this loop does
         log.put("/session", 0.0, {"device": "in-process", "sched_fifo": False, "physics": "step"})
     parent = os.getppid()
+    pending = sorted(stalls)
     while not stop.is_set() and (duration is None or k * T < duration):
+        if pending and clock() - t0 >= pending[0][0]:
+            time.sleep(pending.pop(0)[1])     # injected stall: no step, no model, no snapshot
         k += 1
         if k % 10 == 0 and os.getppid() != parent:   # the session process died: stop
             break

@@ -119,6 +119,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
             event(process_logger("physics", ready), "ready", True, "physics loop ready")
             go.wait()
         res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
+                               stalls=[tuple(s) for s in spec.get("physics_stalls", ())],
                                phys_ring=phys_ring)
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
@@ -170,7 +171,7 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
 
 def run_session(scenario_name: str, device: str, duration: float, log_path: str | None = None,
                 gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60,
-                realtime: bool = True) -> SessionResult:
+                realtime: bool = True, physics_stalls=()) -> SessionResult:
     """Start the loops, let them run `duration` seconds (or until on_frame returns False),
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
     loop's body when there is a view (called about every ``frame_period``)."""
@@ -216,7 +217,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 device_label=device_label, scenario=scenario_name,
                 mass=model.bodies[0].mass, inertia=model.bodies[0].inertia_b.tolist(), p0=list(p0),
                 R0=np.asarray(R0).tolist(), **_arm_start(model, step_mod.start(model, State(0.0, p0, R0, np.zeros(6)))),
-                gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime)
+                gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime,
+                physics_stalls=[list(s) for s in physics_stalls])
     rt_flag = ctx.Value("b", 0)
     phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),
                        name="tightsim-physics", daemon=True)
