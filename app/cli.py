@@ -85,7 +85,27 @@ def cmd_session(a) -> int:
     return 0 if res.fault is None else 3
 
 
+def _log_path_problem(path: str | None) -> str:
+    if path and Path(path).is_dir():
+        return f"--log {path}: is a folder; give the log file's path"
+    if path and not Path(path).resolve().parent.is_dir():
+        return f"--log {path}: its folder does not exist"
+    return ""
+
+
+def _shipped(out: Path, default: Path, a) -> str:
+    """Training writes into the shipped assets only when asked (--replace-shipped)."""
+    if out.resolve() == default.resolve() and not getattr(a, "replace_shipped", False):
+        return (f"would overwrite the shipped weights in {default}: give --out DIR, or "
+                "--replace-shipped to replace them")
+    return ""
+
+
 def cmd_run(a) -> int:
+    bad = _log_path_problem(a.log)
+    if bad:
+        logger.error(bad)
+        return 2
     if a.device or (not a.headless and _has_display()):
         a.device = a.device or "keyboard"          # a window: the keyboard/mouse fallback
         return cmd_session(a)
@@ -120,6 +140,9 @@ def cmd_assets_build(a) -> int:
     from sim_core.geometry.assets import build_assets
     from sim_core.paths import assets_dir
     out = Path(a.out) if a.out else assets_dir()
+    if out.exists() and not out.is_dir():
+        logger.error(f"--out {out}: is a file; give a folder")
+        return 2
     manifest = build_assets(out, target_triangles=a.triangles)
     for name, e in manifest["parts"].items():
         print(f"{name:22s} {e['triangles']:7d} triangles  {e['file']}")
@@ -148,6 +171,9 @@ def cmd_train_sdf(a) -> int:
     parts = profiles.all_parts()
     names = sorted(profiles.static_parts(parts)) if a.part == "all" else [a.part]
     out = Path(a.out) if a.out else assets_dir() / "sdf"
+    if _shipped(out, assets_dir() / "sdf", a):
+        logger.error(_shipped(out, assets_dir() / "sdf", a))
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     settings = train_sdf.TrainSettings(steps=a.steps, batch=a.batch, seed=a.seed, threads=a.threads,
                                        normal_weight=a.normal_weight, pool=a.pool)
@@ -172,6 +198,9 @@ def cmd_train_cspace(a) -> int:
         return 2
     tasks = ["peg_in_hole", "bolting"] if a.task == "all" else [a.task]
     out = Path(a.out) if a.out else assets_dir() / "cspace"
+    if _shipped(out, assets_dir() / "cspace", a):
+        logger.error(_shipped(out, assets_dir() / "cspace", a))
+        return 2
     settings = train_cspace.CSpaceSettings(samples=a.samples, steps=a.steps, seed=a.seed, threads=a.threads)
     for task in tasks:
         net, rep = train_cspace.train(task, settings, progress=not a.quiet)
@@ -207,6 +236,9 @@ def cmd_train_clustering(a) -> int:
         return 2
     data = Path(a.data) if a.data else Path("data") / f"{a.task}_reference.mcap"
     out = Path(a.out) if a.out else assets_dir() / "clustering" / a.task
+    if _shipped(out, assets_dir() / "clustering" / a.task, a):
+        logger.error(_shipped(out, assets_dir() / "clustering" / a.task, a))
+        return 2
     s = train_clustering.ClusteringSettings(generations=a.generations, popsize=a.popsize, batch=a.batch,
                                             seed=a.seed, workers=a.workers, ray=a.ray,
                                             replay_dt=a.replay_dt, detector=a.detector,
@@ -220,6 +252,24 @@ def cmd_train_clustering(a) -> int:
              f"{rep['rollout_excess_m']['validation'] * 1e6:.0f} um" if rep.get("rollouts") else "")
           + f" -> {out.with_suffix('.npz')}")
     return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1 is required")
+    return n
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("tightsim")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _duration(text: str) -> float:
@@ -268,6 +318,7 @@ def cmd_log_info(a) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tightsim", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", action="version", version=f"tightsim {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a scenario (headless when there is no display)")
     r.add_argument("scenario", help="scenario name in config/ (bolting, peg_in_hole) or a TOML path")
@@ -292,7 +343,8 @@ def parser() -> argparse.ArgumentParser:
     tsub = t.add_subparsers(dest="train_cmd", required=True)
     ts = tsub.add_parser("sdf", help="train a static part's neural SDF from its exact geometry")
     ts.add_argument("--part", required=True, help="static part name (hole, bolt_M48x5, ...) or 'all'")
-    ts.add_argument("--steps", type=int, default=12000, help="optimiser steps (default 12000)")
+    ts.add_argument("--steps", type=_positive_int, default=12000, help="optimiser steps (default 12000)")
+    ts.add_argument("--replace-shipped", action="store_true", help="write over the shipped assets/sdf weights")
     ts.add_argument("--batch", type=int, default=8192, help="fresh points per step (default 8192)")
     ts.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ts.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -306,7 +358,8 @@ def parser() -> argparse.ArgumentParser:
     tc = tsub.add_parser("cspace", help="train a task's C-space collision surface h(q) from the exact detector")
     tc.add_argument("--task", required=True, help="task scenario (peg_in_hole, bolting) or 'all'")
     tc.add_argument("--samples", type=int, default=60_000, help="labelled configurations (default 60000)")
-    tc.add_argument("--steps", type=int, default=6000, help="optimiser steps (default 6000)")
+    tc.add_argument("--steps", type=_positive_int, default=6000, help="optimiser steps (default 6000)")
+    tc.add_argument("--replace-shipped", action="store_true", help="write over the shipped assets/cspace weights")
     tc.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     tc.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     tc.add_argument("--out", metavar="DIR", help="output folder (default: the checkout's assets/cspace)")
@@ -335,6 +388,7 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("--rollout-seconds", type=float, default=2.5, metavar="S",
                     help="length of each rollout (default 2.5)")
     tl.add_argument("--out", metavar="STEM", help="output stem (default: assets/clustering/TASK)")
+    tl.add_argument("--replace-shipped", action="store_true", help="write over the shipped clustering weights")
     tl.add_argument("--quiet", action="store_true", help="no progress bar")
     tl.set_defaults(fn=cmd_train_clustering)
     dp = sub.add_parser("data", help="training data for the contact clustering")
@@ -343,7 +397,7 @@ def parser() -> argparse.ArgumentParser:
                          "SDF, T = 1 ms), seeded human-like motions")
     dr.add_argument("--task", required=True,
                     help="peg_in_hole, bolting, 'all' (both), or 'table2' (bolting on the ten Table II pairs)")
-    dr.add_argument("--steps", type=int, default=100_000, help="samples per task (default 100000)")
+    dr.add_argument("--steps", type=_positive_int, default=100_000, help="samples per task (default 100000)")
     dr.add_argument("--seed", type=int, default=0)
     dr.add_argument("--out", default="data", metavar="DIR", help="output folder (default: data/)")
     dr.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -258,9 +258,11 @@ class NeuralSDF:
         save_npz(path, self.arrays())
 
 
-def load(path, spec=None, part: str | None = None) -> NeuralSDF:
+def load(path, spec=None, part: str | None = None, probe: bool = False) -> NeuralSDF:
     """Read and check a weight file.  ``spec``/``part``: refuse weights trained for another
-    part or another geometry.  Errors: :class:`WeightsError`, one line naming file and field."""
+    part or another geometry; ``probe`` (with ``spec``): also refuse weights whose distances
+    disagree with that geometry (``probe_problem``; what a simulation loads).  Errors:
+    :class:`WeightsError`, one line naming file and field."""
     f = read_npz(path, f"train it: tightsim train sdf --part {part or Path(path).stem}")
     f.expect("format", FORMAT)
     name, kind = f.same("part", part, "part"), f.choice("kind", KINDS)
@@ -269,12 +271,57 @@ def load(path, spec=None, part: str | None = None) -> NeuralSDF:
         raise f.error(f"field 'digest' {digest} does not match the geometry of part {name!r} "
                       f"({spec_digest(spec)}): retrain with tightsim train sdf --part {name}")
     k = KINDS[kind]
-    return NeuralSDF(part=name, kind=kind, params=f.array("params", (N_PARAMS[kind],)),
-                     scale=float(f.array("scale", ())), W1=f.array("W1", (HIDDEN, k)),
-                     b1=f.array("b1", (HIDDEN,)), W2=f.array("W2", (HIDDEN, HIDDEN)),
-                     b2=f.array("b2", (HIDDEN,)), W3=f.array("W3", (1, HIDDEN)),
-                     b3=f.array("b3", (1,)), bounds=tuple(f.array("bounds", (3,))),
-                     digest=digest, source=str(path))
+    net = NeuralSDF(part=name, kind=kind, params=f.array("params", (N_PARAMS[kind],)),
+                    scale=float(f.array("scale", ())), W1=f.array("W1", (HIDDEN, k)),
+                    b1=f.array("b1", (HIDDEN,)), W2=f.array("W2", (HIDDEN, HIDDEN)),
+                    b2=f.array("b2", (HIDDEN,)), W3=f.array("W3", (1, HIDDEN)),
+                    b3=f.array("b3", (1,)), bounds=tuple(f.array("bounds", (3,))),
+                    digest=digest, source=str(path))
+    if spec is not None and probe:
+        bad = probe_problem(net, spec)
+        if bad:
+            raise f.error(f"the network disagrees with the geometry of part {name!r} it claims ({bad}): "
+                          f"retrain with tightsim train sdf --part {name}")
+    return net
+
+
+# A trained network's distance is within ~10 um of the exact one near the surface (assets/sdf/
+# PART.json: 2-7 um RMS); weights that pass every format check but are wrong (a layer scaled
+# by 1e30, a negated output) are off by millimetres or have the wrong sign.  PROBE_RMS_TOL
+# sits between the two.
+PROBE_POINTS = 4000           # seeded points in the part's bounding cylinder, grown by PROBE_BAND
+PROBE_BAND = 2e-3             # m: the probes kept are within this of the surface
+PROBE_RMS_TOL = 2e-4          # m
+PROBE_SIGN_DEPTH = 5e-4       # m: beyond this depth or height the sign must agree
+PROBE_SIGN_FRACTION = 0.01    # of those probes
+
+
+def probe_problem(net: NeuralSDF, spec) -> str:
+    """'' if the network matches the exact geometry of `spec` at seeded probe points near the
+    surface, else what is wrong (the distances' RMS error, wrong signs, non-finite output)."""
+    from sim_core.geometry.sdf import exact_sdf
+    rng = np.random.default_rng(20261124)
+    r_max, z_lo, z_hi = net.bounds
+    r = (r_max + PROBE_BAND) * np.sqrt(rng.random(PROBE_POINTS))
+    a = rng.uniform(0.0, 2.0 * np.pi, PROBE_POINTS)
+    z = rng.uniform(z_lo - PROBE_BAND, z_hi + PROBE_BAND, PROBE_POINTS)
+    p = np.column_stack([r * np.cos(a), r * np.sin(a), z])
+    d_true = exact_sdf(spec).query(p)[0]
+    near = np.abs(d_true) < PROBE_BAND
+    if near.sum() < 50:
+        return ""                     # too few probes near this surface to judge
+    with np.errstate(all="ignore"):
+        d = net.query(p[near])[0]
+    if not np.all(np.isfinite(d)):
+        return "non-finite distances"
+    rms = float(np.sqrt(np.mean((d - d_true[near]) ** 2)))
+    if rms > PROBE_RMS_TOL:
+        return f"distance RMS {rms * 1e3:.3g} mm at {int(near.sum())} probes near the surface"
+    deep = np.abs(d_true[near]) > PROBE_SIGN_DEPTH
+    wrong = np.mean(np.sign(d[deep]) != np.sign(d_true[near][deep])) if deep.any() else 0.0
+    if wrong > PROBE_SIGN_FRACTION:
+        return f"wrong sign at {100 * wrong:.1f} % of the probes"
+    return ""
 
 
 class TorchBackend:

@@ -113,7 +113,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         from sim_core.collision.neural_sdf import load as load_weights
         name = cfg["parts"]["static"]
         try:
-            sdf = load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=static, part=name)
+            sdf = load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=static, part=name, probe=True)
         except WeightsError as e:
             raise config_mod.ConfigError(f"{src}: contact.detector = \"neural\": {e}") from None
     c = cfg["contact"]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sim_core import config
@@ -67,3 +68,47 @@ def test_a_binary_file_as_the_scenario_is_one_line(tmp_path):
 def test_a_duration_that_is_not_a_run_is_an_option_error(value):
     r = _run("run", "peg_in_hole", "--headless", "--duration", value)
     assert r.returncode == 2 and "--duration" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("how", ["last layer x1e30", "negated output"])
+def test_finite_but_wrong_sdf_weights_are_refused_against_the_geometry(tmp_path, how):
+    """Weights that pass every format check but disagree with the part they claim: the probe
+    check at load (exact distance at seeded points near the surface) refuses them."""
+    from sim_core.collision import neural_sdf
+    from sim_core.geometry import profiles
+    from sim_core.io.weights import WeightsError
+    from sim_core.paths import assets_dir
+    src = dict(np.load(assets_dir() / "sdf" / "hole.npz"))
+    if how == "last layer x1e30":
+        src["W3"] = src["W3"] * 1e30
+    else:
+        src["scale"] = -src["scale"]
+    p = tmp_path / "hole.npz"
+    np.savez(p, **src)
+    spec = profiles.all_parts()["hole"]
+    neural_sdf.load(p, spec=spec, part="hole")                       # the format is fine ...
+    with pytest.raises(WeightsError, match="disagrees with the geometry"):
+        neural_sdf.load(p, spec=spec, part="hole", probe=True)       # ... the distances are not
+
+
+@pytest.mark.parametrize("args,words", [
+    (["train", "sdf", "--part", "hole", "--steps", "-1"], "--steps"),
+    (["data", "reference", "--task", "bolting", "--steps", "-5"], "--steps"),
+    (["train", "sdf", "--part", "hole", "--steps", "5"], "shipped"),          # would overwrite assets/sdf
+    (["run", "peg_in_hole", "--headless", "--log", "/"], "--log"),
+], ids=["untrained sdf", "negative samples", "overwrite shipped", "log into a folder"])
+def test_options_that_would_do_harm_are_refused(args, words):
+    r = _run(*args)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_assets_build_into_a_file_is_refused(tmp_path):
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    r = _run("assets", "build", "--out", str(f))
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_version():
+    r = _run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("tightsim ")
