@@ -48,6 +48,7 @@ class SessionResult:
     energy: float = 0.0
     wall: float = 0.0
     log_stats: dict = field(default_factory=dict)   # logged_steps, dropped_ticks, dropped_steps
+    figures: dict = field(default_factory=dict)     # the part's penetration and the task figure
 
     def absorb(self, status) -> bool:
         """Take every pending status message; True if one of them was a fault."""
@@ -314,6 +315,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         if "error" in phys_out:
             res.fault = phys_out["error"]
         res.physics = phys_out
+        res.figures = _figures(model, scen, phys_out)
     return res
 
 
@@ -333,6 +335,24 @@ def haptic_work_from_log(path: str) -> np.ndarray:
     return _haptic_timing(path, "work")
 
 
+def _figures(model, scen, ph: dict) -> dict:
+    """Penetration and the task figure of the session's part, from the physics trace (the
+    batch run's summary computes the same ones)."""
+    from sim_core.scenarios import scenario
+    from sim_core.types import State
+    tr = ph.get("trace") or {}
+    if not tr.get("t") or "final" not in ph:
+        return {}
+    fin = ph["final"]
+    run = scenario.RunResult(model=model, scen=scen, t=tr["t"], p_w=[np.array(p) for p in tr["p_w"]],
+                             rot_axis=tr["rot"],
+                             final=State(tr["t"][-1], np.array(fin["p_w"]), np.array(fin["R_wb"]), np.zeros(6)))
+    out = {"max_penetration_m": float(max(tr["max_pen"])), "task": scen.task,
+           "target_m": scen.static_dims.get("p") if scen.task == "bolting" else scen.static_dims.get("height")}
+    out.update(scenario.task_figures(run))
+    return out
+
+
 def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
     ph = res.physics
     prio = 'SCHED_FIFO' if res.realtime else 'normal priority (SCHED_FIFO not permitted)'
@@ -342,6 +362,17 @@ def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
         lines.append(f"physics loop        {ph['steps']} steps, {1e3 / per.mean():.1f} Hz, missed deadline in "
                      f"{100.0 * ph['misses'] / ph['steps']:.2f} % of steps")
     lines.append(f"device port energy  {res.energy:.4f} J received (passive: >= 0)")
+    fg = res.figures
+    if fg:
+        lines.append(f"penetration         max {fg['max_penetration_m'] * 1e6:.1f} um (the part, by its detector)")
+        if fg.get("advance_per_rev_m"):
+            lines.append(f"engaged advance     {fg['advance_per_rev_m'] * 1e3:.4f} mm/rev over "
+                         f"{fg['revolutions_measured']:.2f} rev (the thread's lead: {fg['target_m'] * 1e3:g} mm)")
+        elif fg["task"] == "bolting":
+            lines.append("engaged advance     not engaged")
+        if "insertion_depth_m" in fg:
+            lines.append(f"insertion depth     {fg['insertion_depth_m'] * 1e3:.2f} mm "
+                         f"(the bore: {fg['target_m'] * 1e3:g} mm deep)")
     if res.fault:
         lines.append(f"fault               {res.fault}")
     return lines

@@ -350,6 +350,11 @@ def summarize(res: RunResult, start: State) -> dict:
     return out
 
 
+def task_figures(res: RunResult) -> dict:
+    """The task figure of a run (peg: insertion depth; bolting: advance per engaged turn)."""
+    return _peg_figures(res) if res.scen.task == "peg_in_hole" else _bolting_figures(res)
+
+
 def _peg_figures(res: RunResult) -> dict:
     """Insertion depth: the hole's top face (static z = 0) minus the peg's lowest axis point."""
     body, shape = res.model.bodies[0], res.model.shapes[0]

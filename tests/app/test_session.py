@@ -26,6 +26,14 @@ def test_loops_ran_and_stopped_cleanly(peg_session):
     assert res.physics["steps"] > 0 and res.physics["dropped"] == 0
 
 
+def test_the_session_summary_gives_penetration_and_the_task_figure(peg_session):
+    from app.session import summary_lines
+    res, _ = peg_session
+    text = "\n".join(summary_lines(res))
+    assert "penetration         max" in text and "insertion depth" in text and "the bore: 50 mm deep" in text
+    assert np.isfinite(res.figures["insertion_depth_m"]) and res.figures["max_penetration_m"] >= 0.0
+
+
 def test_session_log_has_every_stream_and_replays_bitwise(peg_session):
     _, path = peg_session
     log = read_log(path)
