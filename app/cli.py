@@ -70,7 +70,7 @@ def cmd_session(a) -> int:
     import time as _time
 
     from app.session import run_session, summary_lines
-    log = a.log or f"tightsim-{Path(a.scenario).stem}-{_time.strftime('%Y%m%d-%H%M%S')}.mcap"
+    log = a.log or str(_log_folder() / f"tightsim-{Path(a.scenario).stem}-{_time.strftime('%Y%m%d-%H%M%S')}.mcap")
     on_frame = None
     if not a.headless and _has_display():
         from app.view.session import make_renderer
@@ -83,6 +83,15 @@ def cmd_session(a) -> int:
     print("\n".join(summary_lines(res)))
     print(f"log                 {log}")
     return 0 if res.fault is None else 3
+
+
+def _log_folder() -> Path:
+    """Where sessions write their logs by default (about 19 MB a minute): the user's data
+    folder ($XDG_DATA_HOME, else ~/.local/share) / tightsim / logs, not the current folder."""
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    folder = base / "tightsim" / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _log_path_problem(path: str | None) -> str:
