@@ -579,4 +579,29 @@ def load(path, task: str | None = None) -> INClustering:
     net.delta = float(f.array("delta", ()))
     if not 1e-9 <= net.delta <= 1e-3:
         raise f.error(f"field 'delta' is {net.delta:g} m, expected 1e-9 to 1e-3 (the depth tilt's scale)")
+    bad = probe_problem(net)
+    if bad:
+        raise f.error(f"field 'theta': the networks give {bad} on a probe contact set: retrain with "
+                      f"tightsim train clustering --task {task or 'TASK'}")
     return net
+
+
+PROBE_NODES = 64     # a seeded probe contact set, features of the scale the networks see
+
+
+def probe_problem(net: INClustering) -> str:
+    """'' if the networks' scores and normal turns are finite on a seeded probe contact set,
+    else what is not (weights that pass the format checks but are scaled by 1e30 overflow
+    here instead of dividing by zero mid-run)."""
+    rng = np.random.default_rng(20261124)
+    X = rng.normal(0.0, 1.0, (PROBE_NODES, 19))
+    x = rng.normal(0.0, 0.01, (PROBE_NODES, 3))
+    try:
+        with np.errstate(all="ignore"):
+            Y = cluster_scores(net, X, _neighbours(x, K_NEIGHBOURS))
+            W = _softmax_columns(Y)
+    except (ArithmeticError, ValueError) as e:      # overflowing weights fail inside the kernels
+        return f"no scores ({type(e).__name__})"
+    if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(W))):
+        return "non-finite scores"
+    return ""

@@ -112,3 +112,16 @@ def test_assets_build_into_a_file_is_refused(tmp_path):
 def test_version():
     r = _run("--version")
     assert r.returncode == 0 and r.stdout.startswith("tightsim ")
+
+
+def test_clustering_weights_that_overflow_are_refused_at_load(tmp_path):
+    """Clustering weights x1e30 pass the format checks; they used to divide by zero mid-run."""
+    from sim_core.contact import interaction_networks
+    from sim_core.io.weights import WeightsError
+    from sim_core.paths import assets_dir
+    src = dict(np.load(assets_dir() / "clustering" / "bolting.npz"))
+    src["theta"] = src["theta"] * 1e30
+    p = tmp_path / "bolting.npz"
+    np.savez(p, **src)
+    with pytest.raises(WeightsError, match="probe contact set"):
+        interaction_networks.load(p, task="bolting")
