@@ -180,8 +180,8 @@ def cmd_train_sdf(a) -> int:
     parts = profiles.all_parts()
     names = sorted(profiles.static_parts(parts)) if a.part == "all" else [a.part]
     out = Path(a.out) if a.out else assets_dir() / "sdf"
-    if _shipped(out, assets_dir() / "sdf", a):
-        logger.error(_shipped(out, assets_dir() / "sdf", a))
+    if bad := _shipped(out, assets_dir() / "sdf", a):
+        logger.error(bad)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     settings = train_sdf.TrainSettings(steps=a.steps, batch=a.batch, seed=a.seed, threads=a.threads,
@@ -207,8 +207,8 @@ def cmd_train_cspace(a) -> int:
         return 2
     tasks = ["peg_in_hole", "bolting"] if a.task == "all" else [a.task]
     out = Path(a.out) if a.out else assets_dir() / "cspace"
-    if _shipped(out, assets_dir() / "cspace", a):
-        logger.error(_shipped(out, assets_dir() / "cspace", a))
+    if bad := _shipped(out, assets_dir() / "cspace", a):
+        logger.error(bad)
         return 2
     settings = train_cspace.CSpaceSettings(samples=a.samples, steps=a.steps, seed=a.seed, threads=a.threads)
     for task in tasks:
@@ -245,8 +245,8 @@ def cmd_train_clustering(a) -> int:
         return 2
     data = Path(a.data) if a.data else Path("data") / f"{a.task}_reference.mcap"
     out = Path(a.out) if a.out else assets_dir() / "clustering" / a.task
-    if _shipped(out, assets_dir() / "clustering" / a.task, a):
-        logger.error(_shipped(out, assets_dir() / "clustering" / a.task, a))
+    if bad := _shipped(out, assets_dir() / "clustering" / a.task, a):
+        logger.error(bad)
         return 2
     s = train_clustering.ClusteringSettings(generations=a.generations, popsize=a.popsize, batch=a.batch,
                                             seed=a.seed, workers=a.workers, ray=a.ray,

@@ -31,9 +31,6 @@ def setup_main(level: int = logging.WARNING) -> logging.Logger:
 class _Stderr(logging.StreamHandler):
     """Writes to whatever sys.stderr is at the time (a test may have replaced it)."""
 
-    def __init__(self):
-        super().__init__()
-
     @property
     def stream(self):
         return sys.stderr

@@ -278,7 +278,7 @@ def load(path, spec=None, part: str | None = None, probe: bool = False) -> Neura
                     b3=f.array("b3", (1,)), bounds=tuple(f.array("bounds", (3,))),
                     digest=digest, source=str(path))
     if spec is not None and probe:
-        bad = probe_problem(net, spec)
+        bad = _probe_verdict(net, spec)
         if bad:
             raise f.error(f"the network disagrees with the geometry of part {name!r} it claims ({bad}): "
                           f"retrain with tightsim train sdf --part {name}")
@@ -294,6 +294,22 @@ PROBE_BAND = 2e-3             # m: the probes kept are within this of the surfac
 PROBE_RMS_TOL = 2e-4          # m
 PROBE_SIGN_DEPTH = 5e-4       # m: beyond this depth or height the sign must agree
 PROBE_SIGN_FRACTION = 0.01    # of those probes
+
+
+_PROBED: dict = {}      # (geometry digest, weights' hash) -> verdict: a scenario builds many times
+
+
+def _probe_verdict(net: NeuralSDF, spec) -> str:
+    """``probe_problem``, once per weights and geometry (the probe costs ~150 ms)."""
+    import hashlib
+    h = hashlib.sha1()
+    for a in (net.params, net.W1, net.b1, net.W2, net.b2, net.W3, net.b3, np.asarray(net.bounds)):
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    h.update(repr(float(net.scale)).encode())
+    key = (spec_digest(spec), h.hexdigest())
+    if key not in _PROBED:
+        _PROBED[key] = probe_problem(net, spec)
+    return _PROBED[key]
 
 
 def probe_problem(net: NeuralSDF, spec) -> str:
