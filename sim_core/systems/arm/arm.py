@@ -35,33 +35,29 @@ import math
 import numpy as np
 
 from sim_core.systems.arm import panda
+from sim_core.systems.arm.urdf import RobotFileError, build_model
 
-
-class RobotFileError(ValueError):
-    """A robot description that cannot be used (one line: file and what is wrong)."""
+__all__ = ["Arm", "RobotFileError", "load_model"]
 
 
 def load_model(gripper_joint: bool, urdf=None):
-    """The Pinocchio model of the arm from its URDF, checked for the joints the simulation
-    needs."""
+    """The Pinocchio model of the arm from its URDF, checked (``urdf.build_model``: numbers,
+    XML, the parser's own complaints) and for the joints the simulation needs."""
     from pathlib import Path
-
-    import pinocchio as pin
 
     from sim_core.paths import assets_dir
     name = "panda_gripper" if gripper_joint else "panda"
     path = Path(urdf) if urdf is not None else assets_dir() / "robots" / f"{name}.urdf"
     if path.exists():
-        text = path.read_text()
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise RobotFileError(f"{path}: cannot read ({e.strerror or type(e).__name__})") from None
     elif urdf is None:
-        text, path = panda.urdf_text(gripper_joint), Path(f"<generated {name}.urdf>")
+        data, path = panda.urdf_text(gripper_joint).encode("utf-8"), Path(f"<generated {name}.urdf>")
     else:
         raise RobotFileError(f"{path}: no such robot description")
-    try:
-        model = pin.buildModelFromXML(text)
-    except Exception as e:  # noqa: BLE001 - the parser's errors are many kinds
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RobotFileError(f"{path}: not a readable URDF ({msg})") from None
+    model = build_model(data, path)
     want = [f"joint{i}" for i in range(1, 8)] + (["gripper_joint"] if gripper_joint else [])
     have = [model.names[i] for i in range(1, model.njoints)]
     if have != want:
