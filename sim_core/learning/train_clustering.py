@@ -22,9 +22,10 @@ unseen episodes as its batch loss fell.)  The held-out 30 % is never seen by tra
 
 CMA-ES (``cma``), seeded.  The population is evaluated in parallel: local processes by
 default (each holds the model and the cached contact sets), or a Ray cluster when
-``--ray ADDRESS`` is given.  Every ``checkpoint_every`` generations the optimizer's state is
-written next to the weights, and ``--resume`` continues from it.  A progress bar shows the
-generation and the current best loss.
+``--ray ADDRESS`` is given (``ray_cluster``: ``auto`` joins a running one or starts a local
+one; the same seed gives the same weights either way).  Every ``checkpoint_every``
+generations the optimizer's state is written next to the weights, and ``--resume``
+continues from it.  A progress bar shows the generation and the current best loss.
 """
 from __future__ import annotations
 
@@ -58,9 +59,9 @@ class ClusteringSettings:
     sigma0: float = 0.05
     batch: int = 256           # samples per loss evaluation (redrawn each generation, seeded)
     seed: int = 0
-    workers: int = 0           # local processes; 0: one per CPU
+    workers: int = 0           # local processes (or Ray workers, at most the cluster's CPUs); 0: one per CPU
     checkpoint_every: int = 10
-    ray: str | None = None
+    ray: str | None = None     # Ray cluster address: auto, HOST:PORT, ray://HOST:PORT (ray_cluster)
     replay_dt: float = 0.0      # s, the step of the replay (0: the scenario's, the simulator's own step)
     detector: str | None = None  # "exact" | "neural" (None: the scenario's)
     penetration: float = 0.0    # N/m: loss weight on how much deeper a step leaves a detected node
@@ -231,13 +232,23 @@ def _worker_loss(args) -> float:
     return _full_loss(_W["model"], [s[i] for i in pick], theta, _W["pen"], _W["rollouts"], _W["rollout_weight"])
 
 
+def import_cma():
+    """The cma package, without the warning it prints at import when matplotlib is missing
+    (matplotlib serves only its ``cma.plot``, which training does not use); other warnings
+    still show."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Could not import matplotlib.pyplot", category=UserWarning)
+        import cma
+    return cma
+
+
 def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = False, progress: bool = True):
     """CMA-ES on the training split of the data file; writes OUT.npz (weights), OUT.json
     (report) and OUT.cmaes (checkpoint).  Returns the report."""
-    import cma
-
     from sim_core.io.progress import Progress
     from sim_core.learning import wrench_data
+    cma = import_cma()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = wrench_data.load(data_path)
@@ -337,24 +348,42 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
 
 
 def _evaluator(settings, model, samples, rollouts=()):
-    """A function mapping [(theta, pick)] to losses, and the pool to close (or None)."""
+    """A function mapping [(theta, pick)] to losses (in the jobs' order), and what to close
+    after (or None).  The model, the cached samples and the rollouts reach each worker once:
+    inherited by the forked local processes, or as one Ray object each actor is built from
+    (the cluster joined here unless the caller already is: ``ray_cluster.session``)."""
     pen, rw = settings.penetration, settings.rollout_weight
-
-    def one(th, pk):
-        return _full_loss(model, [samples[i] for i in pk], th, pen, list(rollouts), rw)
     if settings.ray:
+        from contextlib import ExitStack
+
+        from sim_core.learning import ray_cluster
+        after = ExitStack()
+        ray = after.enter_context(ray_cluster.session(settings.ray, settings.workers))
         try:
-            import ray
-        except ImportError:
-            raise ValueError("--ray needs the ray package: pip install ray") from None
-        ray.init(address=settings.ray, ignore_reinit_error=True)
-        remote = ray.remote(one)
-        return (lambda jobs: ray.get([remote.remote(th, pk) for th, pk in jobs])), None
+            shared = ray.put({"model": model, "samples": samples, "pen": pen, "rollouts": list(rollouts),
+                              "rollout_weight": rw})
+            pool = ray_cluster.ActorMap(ray, _LossActor, shared, ray_cluster.cpus(ray, settings.workers), "loss")
+        except BaseException:
+            after.close()
+            raise
+        after.callback(pool.close)         # the actors go first, then a session begun here
+        return pool, after
     workers = settings.workers or os.cpu_count() or 1
     if workers <= 1:
-        return (lambda jobs: [one(th, pk) for th, pk in jobs]), None
+        return (lambda jobs: [_full_loss(model, [samples[i] for i in pk], th, pen, list(rollouts), rw)
+                              for th, pk in jobs]), None
     import multiprocessing as mp
     # inherited by the forked workers
     _W.update(model=model, samples=samples, pen=pen, rollouts=list(rollouts), rollout_weight=rw)
     pool = mp.get_context("fork").Pool(workers)
     return (lambda jobs: pool.map(_worker_loss, jobs)), pool
+
+
+class _LossActor:
+    """A Ray worker: holds what ``_W`` holds in a local one (``shared``, received once)."""
+
+    def __init__(self, shared: dict):
+        _W.update(shared)
+
+    def loss(self, theta, pick) -> float:
+        return _worker_loss((theta, pick))
