@@ -243,6 +243,69 @@ def load_mesh(path: Path, validate: bool = False) -> TriMesh:
     return mesh
 
 
+# A part mesh against its part definition (``check_part_mesh``).  A mesh file is any PLY in
+# the assets folder: a user may replace it, and a wrong one used to run on (a vertex at 1e30 m
+# gave an insertion depth of -1e32 mm; at 1e300 m the mass properties overflowed) or fail
+# deep inside with a message naming nothing.  Bounds, each with its reason:
+SIZE_RANGE = (0.5, 2.0)    # mesh extent / the part's largest dimension: the shipped meshes
+                           # are 1.0-1.155 (a nut's corners stand out of its across-flats);
+                           # twice the part cannot be its mesh (it would not fit the hole)
+MM_RATIO = 1000.0          # a mesh written in millimetres is this much too large
+FLAT = 1e-3                # smallest extent / largest: thinner than this is collapsed
+MIN_FILL = 1e-3            # volume / extent^3: the shipped parts fill 0.09-0.29 of their box
+
+
+def part_size(spec) -> float:
+    """The part's largest stated dimension (m): what its mesh's extent is compared with."""
+    return max(float(x) for x in spec.dimensions().values())
+
+
+def check_part_mesh(mesh: TriMesh, spec, where: str) -> None:
+    """Raise ValueError("<where>: <field>: ...", one line) unless the mesh has the part's size
+    (not millimetres, no stray vertex), is not collapsed and encloses a positive volume.
+    Checked before anything is computed from the coordinates, so nothing overflows."""
+    v = mesh.vertices
+    size = part_size(spec)
+    lo, hi = SIZE_RANGE
+    if len(v) < 4 or len(mesh.faces) < 4:
+        raise ValueError(f"{where}: faces: {len(v)} vertices, {len(mesh.faces)} faces: not a solid")
+
+    def stray(k: int) -> ValueError:
+        return ValueError(f"{where}: vertex {k} at {_xyz(v[k])} m: outside the part, which is {size:g} m "
+                          f"across (its mesh at most {hi:g}x that)")
+
+    far = np.abs(v).max(axis=1)                 # compared, not subtracted: 1e300 stays finite
+    if far.max() > hi * size * MM_RATIO:        # beyond even the part in millimetres
+        raise stray(int(np.argmax(far)))
+    extent = v.max(axis=0) - v.min(axis=0)
+    span = float(extent.max())
+    if span == 0.0:
+        raise ValueError(f"{where}: vertices: all at one point {_xyz(v[0])} m: the mesh is collapsed "
+                         f"(the part is {size:g} m across)")
+    if span > hi * size:
+        r = np.linalg.norm(v - np.median(v, axis=0), axis=1)     # the median: robust to strays
+        k = int(np.argmax(r))
+        if lo <= span / MM_RATIO / size <= hi and r[k] <= 10.0 * np.median(r):
+            raise ValueError(f"{where}: vertices span {span:.4g} m, {span / size:.0f}x the part's {size:g} m: "
+                             "looks like millimetres (write the mesh in metres)")
+        raise stray(k)
+    axis = int(np.argmin(extent))
+    if extent[axis] < FLAT * span:
+        raise ValueError(f"{where}: vertices: collapsed to a plane ({extent[axis]:.3g} m thick along "
+                         f"{'xyz'[axis]}, {span:.3g} m across): zero volume")
+    if span < lo * size:
+        raise ValueError(f"{where}: vertices span {span:.4g} m, the part is {size:g} m across "
+                         f"(its mesh at least {lo:g}x that)")
+    vol = signed_volume(mesh)
+    if not vol > MIN_FILL * span ** 3:
+        raise ValueError(f"{where}: faces: enclosed volume {vol:.3g} m^3 in a {span:.3g} m box: a degenerate, "
+                         "open or inside-out mesh")
+
+
+def _xyz(p) -> str:
+    return "(" + ", ".join(f"{x:.4g}" for x in p) + ")"
+
+
 _ENTRY_FIELDS = {"kind": str, "file": str, "sha256": str, "triangles": int, "vertices": int,
                  "dimensions": dict, "volume": float}
 

@@ -24,7 +24,7 @@ from sim_core.collision import broadphase
 from sim_core.contact import clustering
 from sim_core.contact import interaction_networks as clustering_in
 from sim_core.geometry import profiles
-from sim_core.geometry.assets import load_mesh
+from sim_core.geometry.assets import check_part_mesh, load_mesh
 from sim_core.geometry.mesh import mass_properties, mesh_part
 from sim_core.geometry.sdf import exact_sdf
 from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
@@ -49,12 +49,19 @@ def _part(name: str, src: str, key: str, kinds) -> object:
     return spec
 
 
-def _moving_mesh(name: str, spec):
-    """The shipped mesh if present, else the same mesh generated in memory."""
+def _part_mesh(name: str, spec, src: str, key: str):
+    """The part's mesh file in assets/parts, checked against the part before anything is
+    computed from it (a stray vertex, millimetres, a collapsed mesh: one line naming the file,
+    what is wrong and the config key); None when there is no file."""
     path = assets_dir() / "parts" / f"{name}.ply"
-    if path.exists():
-        return load_mesh(path)
-    return mesh_part(spec)
+    if not path.exists():
+        return None
+    try:
+        mesh = load_mesh(path)
+        check_part_mesh(mesh, spec, str(path))
+    except ValueError as e:
+        raise config_mod.ConfigError(f"{e}; {key} = {name!r} in {src}") from None
+    return mesh
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,10 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     if not (isinstance(static, want[0]) and isinstance(moving, want[1])):
         raise config_mod.ConfigError(f"{src}: parts: {cfg['parts']['static']} / {cfg['parts']['moving']} "
                                      f"do not make a {task} task")
-    mesh = _moving_mesh(cfg["parts"]["moving"], moving)
+    _part_mesh(cfg["parts"]["static"], static, src, "parts.static")    # the view draws it (physics: its exact SDF)
+    mesh = _part_mesh(cfg["parts"]["moving"], moving, src, "parts.moving")
+    if mesh is None:                                                      # no file: the same mesh, generated
+        mesh = mesh_part(moving)
     mass, com, J = mass_properties(mesh, cfg["parts"]["density"])
     sdf = exact = exact_sdf(static)
     bounds = tuple(sdf.bounds)
