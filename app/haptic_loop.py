@@ -6,7 +6,9 @@ at 1 kHz -> write the device force -> publish the proxy (seqlock) and a log reco
 
 Safety, whatever happens:
   * the device clamps every wrench to its capability (``devices.base``), the coupling limits
-    and ramps its output, and its passivity controller keeps the device port passive;
+    and ramps its output, bounds its rate of change (the device's rated N/ms), and its
+    passivity controller books the energy of the held wrench against the motion under it
+    (zero-order hold) and keeps the hand from receiving more than one tick's work;
   * **through a physics stall the last contact model is held**, never dropped: its contacts
     are planes fixed to the static part, re-evaluated at the proxy pose every tick, so the
     proxy cannot sink into geometry while no new model comes (dropping the model let the
@@ -83,8 +85,9 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     try:
         dev = open_device(spec["device"])
         cap = dev.capability
-        limits = DeviceLimits(max_force=cap.max_force, max_torque=cap.max_torque or 0.5,
-                              max_stiffness=cap.max_stiffness, max_damping=cap.max_damping)
+        limits = DeviceLimits(max_force=cap.max_force, max_torque=cap.max_torque,
+                              max_stiffness=cap.max_stiffness, max_damping=cap.max_damping,
+                              max_force_rate=cap.max_force_rate, max_torque_rate=cap.max_torque_rate)
         coupling = Coupling(CouplingGains(**spec.get("gains", {})), limits, T=T_HAPTIC)
         proxy = Proxy(spec["mass"], np.array(spec["inertia"]), np.array(spec["p0"]), np.array(spec["R0"]))
         _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec)
@@ -112,7 +115,12 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         t0 = clock()
         prev = t0
         k = 0
+        pending = sorted(tuple(x) for x in spec.get("haptic_stalls", ()))
         while not stop.is_set():
+            if pending and clock() - t0 >= pending[0][0]:
+                # injected stall (the robustness tests): what SIGSTOP or a descheduled
+                # process does between two ticks -- the device holds its last wrench
+                time.sleep(pending.pop(0)[1])
             k += 1
             if k % ORPHAN_CHECK_TICKS == 0 and os.getppid() != parent:
                 event(log, "fault", False, "haptic loop: the session process died; zero force")
@@ -133,10 +141,12 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
                     lc = None
                     event(log, "warning", False, f"haptic loop: bad contact model ignored ({e})")
             safety = physics_watchdog(None if lc_wall is None else now - lc_wall, safety)
+            # the watchdog's factor goes in before the limits, the rate limit and the
+            # passivity observer: the energy booked is that of the wrench sent
             f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC,
-                                        clutch=bool(s.buttons & 1))
+                                        clutch=bool(s.buttons & 1), out_scale=safety)
             proxy.step(F, B, lc, T_HAPTIC)          # the newest model, held through a stall
-            dev.write_force(f_dev * safety)
+            dev.write_force(f_dev)
             end = clock()
             PROXY.pack(rec, t=now, p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,
                        proxy_contact=proxy.contact_wrench, energy=coupling.observer_energy,

@@ -172,10 +172,12 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
 
 def run_session(scenario_name: str, device: str, duration: float, log_path: str | None = None,
                 gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60,
-                realtime: bool = True, physics_stalls=()) -> SessionResult:
+                realtime: bool = True, physics_stalls=(), haptic_stalls=()) -> SessionResult:
     """Start the loops, let them run `duration` seconds (or until on_frame returns False),
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
-    loop's body when there is a view (called about every ``frame_period``)."""
+    loop's body when there is a view (called about every ``frame_period``).
+    ``physics_stalls`` / ``haptic_stalls``: [(t s, length s), ...] fault injection -- the loop
+    freezes for `length` once its clock passes `t` (the robustness tests)."""
     from devices.base import open_device
     from haptics.local_contact import PACKED_SIZE
     from sim_core import step as step_mod
@@ -219,7 +221,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 mass=model.bodies[0].mass, inertia=model.bodies[0].inertia_b.tolist(), p0=list(p0),
                 R0=np.asarray(R0).tolist(), **_arm_start(model, step_mod.start(model, State(0.0, p0, R0, np.zeros(6)))),
                 gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime,
-                physics_stalls=[list(s) for s in physics_stalls])
+                physics_stalls=[list(s) for s in physics_stalls],
+                haptic_stalls=[list(s) for s in haptic_stalls])
     rt_flag = ctx.Value("b", 0)
     phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),
                        name="tightsim-physics", daemon=True)

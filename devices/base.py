@@ -62,6 +62,8 @@ class Capability:
     workspace_radius: float  # m, half-size of the usable workspace around the frame origin
     rate_hz: float          # nominal update rate of the device itself
     units: str = "SI: m, rad, m/s, rad/s, N, N m"
+    max_force_rate: float = 5000.0   # N/s, rated rate of change of |f| (haptics.coupling step 6)
+    max_torque_rate: float = 300.0   # N m/s
 
     def __post_init__(self):
         if self.dof_in not in (3, 6):
@@ -72,7 +74,7 @@ class Capability:
             x = getattr(self, k)
             if not (math.isfinite(x) and x >= 0.0):
                 raise ValueError(f"capability {self.name}: {k} must be finite and >= 0, got {x}")
-        for k in ("workspace_radius", "rate_hz"):
+        for k in ("workspace_radius", "rate_hz", "max_force_rate", "max_torque_rate"):
             x = getattr(self, k)
             if not (math.isfinite(x) and x > 0.0):
                 raise ValueError(f"capability {self.name}: {k} must be finite and > 0, got {x}")

@@ -241,7 +241,20 @@ def _high_frequency(rng: np.random.Generator, R: float, duration: float, name: s
     return Trajectory(name, duration, fn)
 
 
-BUILTINS = {"approach_and_turn": approach_and_turn, "insert": insert}
+def press(start=(0.04, 0.03, 0.06), depth: float = 0.03, move_time: float = 1.0) -> Trajectory:
+    """What a keyboard user leaning on the part does: over the static part's axis, down onto
+    its top (z = 0), then on down to ``depth`` (m) below it -- far past where the coupling's
+    force reaches the device's limit -- and held still there."""
+    keys = [
+        (0.0, tuple(start), 0.0),
+        (move_time, (0.0, 0.0, 0.01), 0.0),               # over the axis
+        (2.0 * move_time, (0.0, 0.0, 0.0), 0.0),          # onto the top
+        (2.5 * move_time, (0.0, 0.0, -depth), 0.0),       # leaning on it: held from here on
+    ]
+    return _keyframes("press", keys)
+
+
+BUILTINS = {"approach_and_turn": approach_and_turn, "insert": insert, "press": press}
 
 
 # -- the device ------------------------------------------------------------------------------
@@ -288,7 +301,7 @@ class ScriptedDevice(Device):
 
 
 def scripted_device(name: str, **kw) -> ScriptedDevice:
-    """``"approach_and_turn"``, ``"insert"`` or ``"adversarial:KIND[:SEED]"``; keyword
+    """``"approach_and_turn"``, ``"insert"``, ``"press"`` or ``"adversarial:KIND[:SEED]"``; keyword
     arguments ``capability``, ``t0`` and ``buttons`` go to the device, the rest to the
     trajectory builder."""
     dev_kw = {k: kw.pop(k) for k in ("capability", "t0", "buttons") if k in kw}
@@ -304,11 +317,11 @@ def scripted_device(name: str, **kw) -> ScriptedDevice:
     elif len(parts) == 1 and name in BUILTINS:
         traj = BUILTINS[name](**kw)
     else:
-        raise ValueError(f"scripted device {name!r}: expected approach_and_turn, insert or "
+        raise ValueError(f"scripted device {name!r}: expected approach_and_turn, insert, press or "
                          f"adversarial:KIND[:SEED] with KIND in {', '.join(ADVERSARIAL_KINDS)}")
     return ScriptedDevice(traj, **dev_kw)
 
 
-@register("scripted", "scripted:NAME (approach_and_turn, insert, adversarial:KIND[:SEED])")
+@register("scripted", "scripted:NAME (approach_and_turn, insert, press, adversarial:KIND[:SEED])")
 def _open_scripted(arg: str, **kw) -> ScriptedDevice:
     return scripted_device(arg, **kw)

@@ -42,15 +42,43 @@ the proxy port (a wrench F - B V+ for the proxy's PMI step).  Per tick, in this 
    (sim_core.drive): F0 - B_p V+ with B_p = (1 - c3)(K T/4 + B/2) -- implicit and passive for
    any stiffness.
 4. **Output shaping.**  Start-up ramp (0 -> 1 linearly over ``startup_ramp``), clutch ramp,
-   then the device's force and torque limits (the wrench is scaled down, direction kept).
-5. **Passivity observer / controller** (Hannaford & Ryu, discrete time) on the device port:
-       E_k = E_{k-1} + T (-f_out,k) . v_k       (J, energy received by the coupling from the
-                                                device; f_out the wrench sent to the device)
-   If E_k would be negative, a damper -alpha v on the device velocity dissipates exactly the
-   deficit: alpha is shared between the translational and rotational sub-ports that inject
-   energy, and capped at ``max_damping`` / ``max_rot_damping``; if a cap binds, the rest of the
-   deficit is removed by scaling the whole output wrench down (energy bounding).  Both only
-   shrink the output, so limits still hold, and E_k >= 0 to rounding.
+   the caller's output scale (the haptic loop's physics watchdog), then the device's force
+   and torque limits (the wrench is scaled down, direction kept).
+5. **Passivity observer / controller** (Hannaford & Ryu, discrete time) on the device port,
+   with the energy counted as it really flows.  The device holds each tick's wrench until the
+   next one (zero-order hold), so the energy the coupling received over tick k-1 -> k is
+       E_k = E_{k-1} - f_{k-1} . (x_k - x_{k-1}) - tau_{k-1} . log(R_k R_{k-1}^T)
+   (J; f, tau the wrench finally sent, device base axes; x, R the device pose samples): the
+   held wrench against the motion that actually happened under it.  (The textbook observer
+   charges f_k . v_k T instead -- the new force against the last tick's motion.  Measured
+   against the held force that let the coupling deliver net energy: 0.75 J in position steps,
+   up to 81 J in 500 Hz chirps; issue 16.)  The rotational term is exact for rotation about
+   a fixed axis within the tick, second order otherwise.
+   The controller must choose f_k before x_{k+1} exists, so it predicts the tick's travel as
+   v_k T: if E_k - T f_k . v_k would be negative, a damper -alpha v dissipates exactly the
+   predicted deficit: alpha is shared between the translational and rotational sub-ports that
+   inject energy, and capped at ``max_damping`` / ``max_rot_damping``; if a cap binds, the
+   rest is removed by scaling the whole output wrench down (energy bounding).  Both only
+   shrink the output, so limits still hold.  What no controller can see in advance is the
+   tick's own travel: the settled E can fall below zero by at most |f| |x_{k+1} - x_k - v_k T|
+   in one tick, and the next ticks' controller repays it.  Prediction fails against motion
+   it cannot see (a device jumping between still ticks, vibration near the sampling rate), so
+   a **deficit cap** makes the bound hard: with a deficit D = -E_k > 0 the wrench sent is
+   scaled by 1 - D / W*, W* = max over the ticks so far of (f_max |dx| + tau_max |dtheta|),
+   the most work the limits allow in the largest one-tick travel seen.  By induction
+   D <= W* at every tick, whatever the motion: if the next travel is within W*'s, D grows by
+   at most (1 - D/W*) W*; if it is larger, W* grows with it.  The hand can never receive more
+   than what it put in plus the limits' work over one tick's travel -- the tick no controller
+   can see in advance.  (A deficit fades the output; energy the hand puts in restores it.)
+   tests/haptics/test_zoh_passivity.py checks it over 200 adversarial runs with a simulated
+   hand.
+6. **Rate limit** (last, on the wrench actually sent): the force and the torque change by at
+   most ``max_force_rate`` T and ``max_torque_rate`` T per tick (the device's rated rate of
+   change; a 20 N reversal takes 8 ms at 5 N/ms).  A stall or a contact model that jumps can
+   no longer reverse the force in one tick (35-39 N in one tick were seen in a stalled bolting
+   session).  Only a shrink toward zero bypasses it -- the deficit cap, or a fault (zero
+   force at once); neither reverses the force.  The energy settled on the next
+   tick is that of the rate-limited wrench, so the controller sees whatever the limit added.
 
 Conventions: device inputs in device base axes, quaternions [w, x, y, z]; twists of the
 proxy [v_w; w_b], wrenches [f_w; tau_b]; the device wrench is [f; tau] in device base axes,
@@ -69,8 +97,12 @@ from sim_core.math.so3 import exp_so3, log_so3
 
 # slots of CouplingState.scal
 T_ELAPSED, ENERGY, CLUTCHED, CLUTCH_GAIN, ANCHORED, PC_ALPHA_LIN, PC_ALPHA_ROT, PC_BOUNDED, \
-    NONFINITE = range(9)   # NONFINITE counts ticks refused for a non-finite input
-N_SCAL = 9
+    NONFINITE, HELD, RATE_LIMITED, WORK_CAP, DEFICIT_SCALE = range(13)
+# NONFINITE counts ticks refused for a non-finite input; HELD is 1 once a wrench is held over
+# a valid device pose (the next tick settles its energy); RATE_LIMITED counts rate-limited
+# ticks; WORK_CAP (J) is the largest one-tick work the limits allow over the travel seen so
+# far, max_k (f_max |dx_k| + tau_max |dtheta_k|); DEFICIT_SCALE the last tick's deficit factor
+N_SCAL = 13
 
 
 @dataclass(frozen=True)
@@ -82,6 +114,11 @@ class DeviceLimits:
     max_rot_stiffness: float = 5.0   # N m/rad
     max_damping: float = 20.0        # N s/m, cap of the passivity controller's damper
     max_rot_damping: float = 0.05    # N m s/rad
+    max_force_rate: float = 5000.0   # N/s: 5 N per 1 ms tick.  At the rated stiffness
+                                     # (3000 N/m) a hand at 1.5 m/s changes the force 4.5 N/ms,
+                                     # so legitimate contact is not blunted; a reversal at
+                                     # the 8 N limit takes 3.2 ms instead of one tick
+    max_torque_rate: float = 300.0   # N m/s: 0.3 N m per tick (the same for 0.5 N m at 5 N m/rad)
 
 
 @dataclass(frozen=True)
@@ -121,6 +158,8 @@ class CouplingParams(NamedTuple):
     max_torque: float        # N m
     max_damping: float       # N s/m
     max_rot_damping: float   # N m s/rad
+    max_force_rate: float    # N/s
+    max_torque_rate: float   # N m/s
     startup_ramp: float      # s
     clutch_ramp: float       # s
     est_alpha: float         # low-pass factor of the operator-wrench estimate per tick
@@ -138,13 +177,17 @@ class CouplingState(NamedTuple):
     v_prev: np.ndarray       # (3,) m/s, device velocity of the last tick (base axes)
     handle_p: np.ndarray     # (3,) m, handle position of the last tick (world)
     handle_R: np.ndarray     # (3,3)
+    f_held: np.ndarray       # (6,) [N; N m] device base axes: the wrench sent last tick, held now
+    dev_p: np.ndarray        # (3,) m, device position of the last valid sample (base axes)
+    dev_R: np.ndarray        # (3,3) device orientation of the last valid sample (base axes)
 
 
 def new_state() -> CouplingState:
     scal = np.zeros(N_SCAL)
     scal[CLUTCH_GAIN] = 1.0
     return CouplingState(np.zeros((3, 3)), np.tile(np.eye(3), (3, 1, 1)), scal,
-                         np.zeros(6), np.zeros(3), np.zeros(3), np.eye(3))
+                         np.zeros(6), np.zeros(3), np.zeros(3), np.eye(3), np.zeros(6),
+                         np.zeros(3), np.eye(3))
 
 
 @njit(cache=True)
@@ -207,18 +250,34 @@ def passivity_control(f, v, E_prev, T, max_damping, max_rot_damping):
 
 
 @njit(cache=True, nogil=True)
-def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_env, T):
-    """One tick.  Device sample (base axes), proxy state (p_w, R_wb, V=[v_w; w_b]) and its last
-    contact wrench W_env [f_w; tau_b].  Returns (device wrench (6,), F (6,), B (6,6)); the
-    observer total and the rest of the state are updated in S."""
+def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_env, T, out_scale):
+    """One tick.  Device sample (base axes), proxy state (p_w, R_wb, V=[v_w; w_b]), its last
+    contact wrench W_env [f_w; tau_b], and a factor in [0, 1] on the device output (the
+    watchdog's; applied before the limits and the observer, so the energy counted is the
+    energy sent).  Returns (device wrench (6,), F (6,), B (6,6)); the observer total and the
+    rest of the state are updated in S."""
     sc = S.scal
     Rm = P.R_map
     if not (_finite(p_dev) and _finite(R_dev) and _finite(v_dev) and _finite(w_dev)
-            and _finite(p_p) and _finite(R_p) and _finite(V_p) and _finite(W_env)):
-        # never pass garbage on: no wrench either way this tick, nothing exchanged
+            and _finite(p_p) and _finite(R_p) and _finite(V_p) and _finite(W_env)
+            and math.isfinite(out_scale)):
+        # never pass garbage on: no wrench either way this tick, nothing exchanged.  The
+        # wrench held since the last valid sample is not settled (no valid pose to settle
+        # against); from here zero is held.
         sc[NONFINITE] += 1.0
         sc[T_ELAPSED] += T
+        S.f_held[:] = 0.0
         return np.zeros(6), np.zeros(6), np.zeros((6, 6))
+    # zero-order-hold settlement: the wrench held since the last sample, against the motion
+    if sc[HELD] != 0.0:
+        dx = p_dev - S.dev_p
+        dth = log_so3(R_dev @ S.dev_R.T)
+        sc[ENERGY] -= S.f_held[:3] @ dx + S.f_held[3:] @ dth
+        sc[WORK_CAP] = max(sc[WORK_CAP], P.max_force * math.sqrt(dx @ dx)
+                           + P.max_torque * math.sqrt(dth @ dth))
+    S.dev_p[:] = p_dev
+    S.dev_R[:] = R_dev
+    sc[HELD] = 1.0
     p_d = Rm @ p_dev
     R_d = Rm @ R_dev
     if sc[ANCHORED] == 0.0:
@@ -261,7 +320,7 @@ def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_e
     else:
         sc[CLUTCH_GAIN] = max(target, sc[CLUTCH_GAIN] - rate)
     g_start = min(1.0, sc[T_ELAPSED] / P.startup_ramp) if P.startup_ramp > 0.0 else 1.0
-    gain = g_start * sc[CLUTCH_GAIN]
+    gain = g_start * sc[CLUTCH_GAIN] * min(1.0, max(0.0, out_scale))
     # C1/C4: spring-damper, proxy side at the tick's start (explicit, for the device)
     e = np.empty(6)
     e[:3] = p_h - p_p
@@ -282,13 +341,27 @@ def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_e
     v = np.empty(6)
     v[:3] = v_dev
     v[3:] = w_dev
-    # passivity observer / controller on the device port
+    # passivity controller on the device port, on the predicted travel v T (module docstring)
     if P.pc_enabled:
-        f, E, a_l, a_r, bnd = passivity_control(f, v, sc[ENERGY], T, P.max_damping, P.max_rot_damping)
+        f, _, a_l, a_r, bnd = passivity_control(f, v, sc[ENERGY], T, P.max_damping, P.max_rot_damping)
         sc[PC_ALPHA_LIN], sc[PC_ALPHA_ROT], sc[PC_BOUNDED] = a_l, a_r, bnd
-    else:
-        E = sc[ENERGY] - T * (f @ v)
-    sc[ENERGY] = E
+    # rate limit on what is sent: the device's rated rate of change
+    df = _clamp_norm(f[:3] - S.f_held[:3], P.max_force_rate * T)
+    dt_ = _clamp_norm(f[3:] - S.f_held[3:], P.max_torque_rate * T)
+    g = np.empty(6)
+    g[:3] = S.f_held[:3] + df
+    g[3:] = S.f_held[3:] + dt_
+    if np.any(g != f):
+        sc[RATE_LIMITED] += 1.0
+    # deficit cap (the hard bound): with a deficit D = -E > 0 the wrench is scaled by
+    # 1 - D / WORK_CAP, so that even the worst motion in the coming tick leaves D <= WORK_CAP
+    sigma = 1.0
+    if P.pc_enabled and sc[ENERGY] < 0.0:
+        sigma = max(0.0, 1.0 - (-sc[ENERGY]) / sc[WORK_CAP]) if sc[WORK_CAP] > 0.0 else 0.0
+        g *= sigma
+    sc[DEFICIT_SCALE] = sigma
+    f = g
+    S.f_held[:] = f
     # C3: operator wrench estimate, world axes: the hand balances what the device renders
     # plus (with a device model) the handle's inertial force m_d a_d
     meas = np.empty(6)
@@ -332,6 +405,7 @@ class Coupling:
             R_map=np.ascontiguousarray(workspace.R_map, dtype=np.float64),
             max_force=float(limits.max_force), max_torque=float(limits.max_torque),
             max_damping=float(limits.max_damping), max_rot_damping=float(limits.max_rot_damping),
+            max_force_rate=float(limits.max_force_rate), max_torque_rate=float(limits.max_torque_rate),
             startup_ramp=float(startup_ramp), clutch_ramp=float(clutch_ramp),
             est_alpha=float(1.0 - math.exp(-2.0 * math.pi * estimator_cutoff * T)),
             device_mass=float(device_mass), pc_enabled=bool(controller_enabled))
@@ -340,7 +414,8 @@ class Coupling:
     # --- observer and controller ------------------------------------------------------
     @property
     def observer_energy(self) -> float:
-        """J, energy the coupling has received from the device so far (>= 0 when passive)."""
+        """J, energy the coupling has received from the device up to the last sample: every
+        held wrench against the motion under it (>= 0 when passive, to one tick's travel)."""
         return float(self.state.scal[ENERGY])
 
     @property
@@ -370,13 +445,14 @@ class Coupling:
         self.state = new_state()
 
     def step(self, sample_p, sample_q, sample_v, sample_w, proxy, contact_wrench, T: float,
-             clutch: bool = False):
+             clutch: bool = False, out_scale: float = 1.0):
         """One tick.
 
         sample_p (3,) m, sample_q (4,) [w, x, y, z], sample_v (3,) m/s, sample_w (3,) rad/s: the
         device sample in its base axes; proxy: anything with p_w, R_wb, V (a ``Proxy``) or a
         tuple (p_w, R_wb, V); contact_wrench (6,) [f_w; tau_b] the proxy's contact wrench of its
-        last tick.  Returns (device wrench (6,) [N; N m] base axes, F (6,), B (6,6)) -- the
+        last tick; out_scale in [0, 1] scales the device output (a watchdog's ramp) before
+        the limits and the passivity observer.  Returns (device wrench (6,) [N; N m] base axes, F (6,), B (6,6)) -- the
         proxy's coupling wrench is F - B V+ (``Proxy.step``).
         """
         if isinstance(proxy, tuple):
@@ -387,4 +463,4 @@ class Coupling:
         return coupling_kernel(self.params, self.state, np.asarray(sample_p, dtype=np.float64), R_dev,
                                np.asarray(sample_v, dtype=np.float64), np.asarray(sample_w, dtype=np.float64),
                                bool(clutch), p_p, R_p, V_p, np.asarray(contact_wrench, dtype=np.float64),
-                               float(T))
+                               float(T), float(out_scale))
