@@ -22,14 +22,17 @@ logger = setup_main()
 
 
 def _fmt_summary(s: dict) -> str:
+    from sim_core.scenarios.scenario import task_line
     mm, um = 1e3, 1e6
+    first = (f" ({s['compile_s']:.1f} s of it in {s['compile_steps']} steps that compiled kernels: first run, "
+             "left out of the step time)" if s.get("compile_steps") else "")
     lines = [
         f"scenario            {s['scenario']} ({s['task']})",
-        f"steps               {s['steps']} x {s['dt'] * 1e3:g} ms = {s['simulated_s']:.2f} s simulated"
-        f" in {s['wall_s']:.2f} s",
+        f"steps               {s['steps']} x {s['dt'] * 1e3:g} ms = {s['simulated_s']:.2f} s simulated",
+        f"wall time           {s['wall_s']:.2f} s{first}",
         f"step time           mean {s['step_ms_mean']:.2f} ms, median {s['step_ms_median']:.2f} ms,"
         f" p99 {s['step_ms_p99']:.2f} ms",
-        f"real-time factor    {s['real_time_factor']:.2f}",
+        f"real-time factor    {s['real_time_factor']:.2f} (simulated time / summed step time)",
         f"penetration         max {s['max_penetration_m'] * um:.1f} um, mean {s['mean_penetration_m'] * um:.1f} um",
         "final pose          p = [{}] mm, q(wxyz) = [{}]".format(
             ", ".join(f"{x * mm:.3f}" for x in s["final_position_m"]),
@@ -47,16 +50,9 @@ def _fmt_summary(s: dict) -> str:
     else:
         lines.append(f"clustering          {s['clustering']}")
     if "max_penetration_exact_sdf_m" in s:
-        lines.insert(5, f"  by the exact SDF  max {s['max_penetration_exact_sdf_m'] * um:.1f} um "
+        lines.insert(6, f"  by the exact SDF  max {s['max_penetration_exact_sdf_m'] * um:.1f} um "
                         "(the line above is the neural detector's own depth)")
-    if s["task"] == "peg_in_hole":
-        lines.append(f"insertion depth     {s['insertion_depth_m'] * mm:.3f} mm")
-    else:
-        if s["advance_per_rev_m"] is None:
-            lines.append("engaged advance     n/a (nut never engaged the thread)")
-        else:
-            lines.append(f"engaged advance     {s['advance_per_rev_m'] * mm:.4f} mm/rev over "
-                         f"{s['revolutions_measured']:.2f} rev from t = {s['engaged_at_s']:.2f} s")
+    lines.append(task_line(s))
     return "\n".join(lines)
 
 
@@ -79,7 +75,9 @@ def cmd_session(a) -> int:
         logger.warning("no display: session runs headless")
     # with a window the session lasts until it is closed (or --duration)
     duration = a.duration if a.duration is not None else (1e9 if on_frame else 60.0)
-    res = run_session(a.scenario, a.device, duration, log_path=log, on_frame=on_frame)
+    from sim_core.io.progress import CompileWatch
+    with CompileWatch(stream=sys.stderr):       # a first run says that it compiles (the loops too)
+        res = run_session(a.scenario, a.device, duration, log_path=log, on_frame=on_frame)
     print("\n".join(summary_lines(res)))
     print(f"log                 {log}")
     return 0 if res.fault is None else 3
@@ -118,26 +116,38 @@ def cmd_run(a) -> int:
     if a.device or (not a.headless and _has_display()):
         a.device = a.device or "keyboard"          # a window: the keyboard/mouse fallback
         return cmd_session(a)
+    from sim_core.io.progress import CompileWatch
     from sim_core.scenarios import scenario
-    model, state, cfg = scenario.load(a.scenario)
-    if not a.headless:
-        logger.warning("running headless (no display)")
-    duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
-    log = None
-    if a.log:
-        from sim_core.io.log import LogWriter
-        log = LogWriter(a.log)
-        log.put("/config", 0.0, cfg)
-        log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
-                                  "physics": "step"})
-        log.part_state(state)
-    start = state
-    try:
-        res = scenario.simulate(model, scenario.record(cfg), state, duration,
-                                on_step=log.physics_step if log else None)
-    finally:
-        if log:
-            log.close()
+    with CompileWatch(stream=sys.stderr) as compiling:    # a first run says so, stage by stage
+        model, state, cfg = scenario.load(a.scenario)
+        compiling.report("loading the scenario")
+        if not a.headless:
+            logger.warning("running headless (no display)")
+        duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
+        log = None
+        if a.log:
+            from sim_core.io.log import LogWriter
+            log = LogWriter(a.log)
+            log.put("/config", 0.0, cfg)
+            log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
+                                      "physics": "step"})
+            log.part_state(state)
+
+        def on_step(prev, inp, after, info):
+            if log:
+                log.physics_step(prev, inp, after, info)
+            if compiling.kernels:
+                compiling.report(f"step {round(after.t / model.dt)} (t = {after.t:.2f} s, "
+                                 f"{info.n_contacts} contact nodes)")
+        start = state
+        try:
+            res = scenario.simulate(model, scenario.record(cfg), state, duration, on_step=on_step)
+        finally:
+            if log:
+                log.close()
+        if compiling.kernels:
+            compiling.say(f"compiled {compiling.kernels} kernels in {compiling.seconds:.1f} s; "
+                          "later runs load them from the cache")
     summary = scenario.summarize(res, start)
     print(_fmt_summary(summary))
     if a.summary_json:

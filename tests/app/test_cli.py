@@ -55,3 +55,22 @@ def test_corrupt_shipped_mesh_is_reported_with_its_file(tmp_path, monkeypatch):
     assert r.returncode == 2
     line = r.stderr.strip()
     assert len(line.splitlines()) == 1 and "peg.ply" in line
+
+
+def test_first_run_says_that_it_compiles_and_a_cached_run_does_not(tmp_path):
+    """A cold numba cache (NUMBA_CACHE_DIR an empty folder, as on a fresh machine) compiles
+    every kernel the run needs (0.05 s of peg in hole, no contact yet: both runs together take
+    about 12 s here): the run says so at once and stage by stage, and leaves those steps out of
+    the step time; the next run loads the cache and says nothing."""
+    from sim_core.io.progress import COMPILE_NOTICE
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    args = ("run", "peg_in_hole", "--headless", "--duration", "0.05")
+    cold = _cli(*args, env=env, timeout=600)
+    assert cold.returncode == 0, cold.stderr
+    err = cold.stderr.splitlines()
+    assert err[0] == COMPILE_NOTICE
+    assert any(ln.startswith("  loading the scenario: ") and "kernels compiled in" in ln for ln in err)
+    assert any(ln.startswith("  step 1 (t = 0.01 s") for ln in err), cold.stderr
+    assert "steps that compiled kernels: first run" in cold.stdout
+    warm = _cli(*args, env=env, timeout=600)
+    assert warm.returncode == 0 and "compiling" not in warm.stderr and "compiled" not in warm.stdout

@@ -70,6 +70,7 @@ def test_bolting_advances_one_pitch_per_revolution(full_runs):
     assert s["advance_per_rev_m"] == pytest.approx(PITCH, rel=ADVANCE_TOL)
     assert s["rotation_about_axis_rev"] < -3.0            # clockwise (fastening) turns
     assert 0.0 <= _true_penetration(s) < PENETRATION_SANITY
+    assert s["task_target_met"] and s["task_target"] == "5 mm/rev +-5 %"
 
 
 def test_bolting_nut_does_not_advance_without_turning(full_runs):
@@ -85,6 +86,7 @@ def test_bolting_nut_does_not_advance_without_turning(full_runs):
 def test_peg_is_inserted(full_runs):
     res, s = full_runs["peg_in_hole"]
     assert s["insertion_depth_m"] >= MIN_INSERTION
+    assert s["task_target_met"] and s["task_target"] == ">= 30 mm"
     assert 0.0 <= _true_penetration(s) < PENETRATION_SANITY
     # the contact corrected the offset: the peg's axis is inside the bore's clearance
     assert math.hypot(*s["final_position_m"][:2]) < 0.1e-3
@@ -102,10 +104,39 @@ def test_cli_headless_summary_and_json(tmp_path):
         assert words in r.stdout
     s = json.loads(out.read_text())
     assert s["steps"] == 10 and "step_ms_p99" in s and "max_penetration_m" in s
+    # the task figure is set against its target (0.1 s: the peg has not gone in yet)
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("insertion depth"))
+    assert line.endswith("(target >= 30 mm: NOT met)") and s["task_target_met"] is False
     from mcap.reader import make_reader  # the standard reader opens it too
     with open(log, "rb") as f:
         topics = [ch.topic for _, ch, _ in make_reader(f).iter_messages()]
     assert topics.count("/part_state") == 11 and topics.count("/config") == 1
+
+
+@pytest.mark.parametrize("name", ["peg_in_hole", "bolting"])
+def test_the_summary_takes_its_task_figure_and_target_from_task_figures(name):
+    """The batch summary and the session summary (app.session) both take the task figure and
+    its verdict from ``scenario.task_figures``; ``task_line`` prints them."""
+    model, state, cfg = scenario.load(name)
+    res = scenario.simulate(model, scenario.record(cfg), state, 0.2)
+    s, fig = scenario.summarize(res, state), scenario.task_figures(res)
+    assert {k: s[k] for k in fig} == fig and isinstance(fig["task_target_met"], bool)
+    assert scenario.task_line(s).endswith(f"(target {fig['task_target']}: NOT met)")   # 0.2 s: not yet
+
+
+def test_step_time_and_real_time_factor_leave_out_the_steps_that_compiled():
+    """Real-time factor = simulated time / summed step time, over the steps that did not
+    compile numba kernels (a first run's); those are counted apart."""
+    model, state, cfg = scenario.load("peg_in_hole")
+    res = scenario.simulate(model, scenario.record(cfg), state, 0.1)
+    res.compile_times = [0.0] * res.steps
+    res.step_times[0], res.compile_times[0] = 30.0, 29.0          # as a first run's first step
+    s = scenario.summarize(res, state)
+    rest = np.array(res.step_times[1:])
+    assert s["compile_steps"] == 1 and s["compile_s"] == 30.0
+    assert s["step_ms_mean"] == pytest.approx(rest.mean() * 1e3) and s["step_ms_p99"] < 30e3
+    assert s["real_time_factor"] == pytest.approx((res.steps - 1) * model.dt / rest.sum())
+    assert s["wall_s"] == res.wall
 
 
 @pytest.mark.slow
