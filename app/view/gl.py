@@ -47,6 +47,7 @@ uniform mat4 u_model;
 uniform mat4 u_view;
 uniform mat4 u_proj;
 uniform mat3 u_nmat;          // inverse transpose of the model's 3x3 block
+uniform float u_bias;         // m: depth bias toward the eye (0 for solids; see below)
 out vec3 v_pos_e;             // eye-space position
 out vec3 v_nrm_e;             // eye-space normal
 out vec3 v_pos_l;             // model-space position (grid fade)
@@ -55,6 +56,9 @@ void main() {
     vec4 p = u_view * u_model * vec4(a_pos, 1.0);
     v_pos_e = p.xyz;
     v_nrm_e = mat3(u_view) * (u_nmat * a_nrm);
+    // slide the vertex u_bias metres toward the eye along its own view ray: the same pixel,
+    // a nearer depth -- a surface within u_bias behind another one still wins the depth test
+    p.xyz *= 1.0 - u_bias / max(length(p.xyz), 1e-6);
     gl_Position = u_proj * p;
 }
 """
@@ -69,11 +73,15 @@ in vec3 v_pos_e;
 in vec3 v_nrm_e;
 in vec3 v_pos_l;
 uniform vec4 u_color;         // linear rgb, straight alpha
-uniform float u_unlit;        // 1: flat colour fading out towards |xy| = 1 (grid lines)
+uniform float u_unlit;        // 1: flat colour fading out towards |xy| = 1 (grid lines); 2: flat colour
 uniform float u_spec;         // specular strength
 uniform vec3 u_up_e;          // world +z in eye space
 out vec4 frag;
 void main() {
+    if (u_unlit > 1.5) {
+        frag = vec4(sqrt(u_color.rgb), u_color.a);
+        return;
+    }
     if (u_unlit > 0.5) {
         float fade = 1.0 - smoothstep(0.35, 1.0, length(v_pos_l.xy));
         frag = vec4(sqrt(u_color.rgb), u_color.a * fade);
@@ -109,7 +117,7 @@ def _compile(kind, src: str) -> int:
 
 class Program:
     """The scene's one shader program, with its uniform locations looked up once."""
-    UNIFORMS = ("u_model", "u_view", "u_proj", "u_nmat", "u_color", "u_unlit", "u_spec", "u_up_e")
+    UNIFORMS = ("u_model", "u_view", "u_proj", "u_nmat", "u_color", "u_unlit", "u_spec", "u_up_e", "u_bias")
 
     def __init__(self):
         vs = _compile(GL.GL_VERTEX_SHADER, VERTEX_SHADER)

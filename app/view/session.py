@@ -4,9 +4,19 @@ Reads the physics snapshot (simulated part, clustered contacts and their forces)
 haptic proxy record (proxy pose drawn as a ghost, device force, loop health) and draws them
 with the HUD: haptic, physics and render rates, device force, the session clock, and a note
 when the haptic loop does not run SCHED_FIFO.
+
+The session's keys (:class:`SessionKeys`, listed in the view's help, ``h`` or F1): Escape
+ends the session -- the window closes and the session stops the usual way (zero force, the
+log closed, the summary printed).  With the keyboard device, ``r`` puts the proxy, and with it
+the part, back at its start pose on the axis.  The keyboard device's own reset only returns
+the *handle* to where it started, and after a clutch (indexing) the workspace map no longer
+takes that handle position to the start: measured, a 28 mm clutch move left the part 28 mm off
+the axis.  So ``r`` moves the handle by the proxy's offset from the start, and once the proxy
+has come to rest, again by what is left, until it is within ``RESET_TOLERANCE``.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -15,6 +25,70 @@ from sim_core.io.records import MAX_CONTACTS, PROXY, SNAPSHOT
 
 STATIC_RGBA = (0.66, 0.68, 0.72, 1.0)
 MOVING_RGBA = (0.86, 0.66, 0.26, 1.0)
+
+KEYBOARD_HELP = [("keyboard device", ""),
+                 ("left drag", "move in the horizontal plane"),
+                 ("scroll", "move along the axis (z)"),
+                 ("e, right arrow", "turn clockwise seen from above"),
+                 ("q, left arrow", "turn counter-clockwise"),
+                 ("space, held", "clutch: the mouse moves alone"),
+                 ("r", "back to the start, on the axis")]
+SESSION_HELP = [("session", ""), ("Esc", "end the session")]
+
+RESET_FRAMES = 180         # frames (3 s at 60 Hz) the reset keeps trimming
+RESET_TOLERANCE = 0.05e-3  # m: close enough to the start to stop trimming
+RESET_SETTLED = 0.01e-3    # m per frame: the proxy has come to rest (0.6 mm/s at 60 Hz); trim only then
+
+
+def _yaw(R: np.ndarray) -> float:
+    return math.atan2(R[1, 0], R[0, 0])
+
+
+class SessionKeys:
+    """The keys the session itself answers (Escape; ``r`` with the keyboard device); every
+    other key goes on to the device.  ``frame(p, R)`` once a frame with the proxy's pose."""
+
+    def __init__(self, keyboard=None):
+        self.keyboard = keyboard
+        self.quit = False
+        self.start: tuple | None = None          # the proxy's first pose: the scenario's start
+        self.now: tuple | None = None            # its latest pose (p_w, R_wb)
+        self.resetting = 0                       # frames of trimming left
+
+    def on_key(self, key: str, pressed: bool) -> None:
+        if key == "escape":
+            self.quit = self.quit or pressed
+        elif key == "r" and self.keyboard is not None:
+            if pressed and self.start is not None:
+                self.resetting = RESET_FRAMES
+                self._move_handle()
+        elif self.keyboard is not None:
+            self.keyboard.on_key(key, pressed)
+
+    def frame(self, p_w: np.ndarray, R_wb: np.ndarray) -> None:
+        before = self.now
+        self.now = (np.asarray(p_w, float).copy(), np.asarray(R_wb, float).copy())
+        if self.start is None:
+            self.start = self.now
+        elif self.resetting:
+            # the first move leaves what the coupling's stretch hid; trim it once the proxy
+            # and the handle have come to rest (trimming while they move would overshoot)
+            self.resetting -= 1
+            kb = self.keyboard
+            if np.linalg.norm(self.start[0] - self.now[0]) < RESET_TOLERANCE:
+                self.resetting = 0
+            elif (np.linalg.norm(self.now[0] - before[0]) < RESET_SETTLED
+                  and np.linalg.norm(kb.target - kb.p) < RESET_SETTLED):
+                self._move_handle()
+
+    def _move_handle(self) -> None:
+        """Move the keyboard's target by the proxy's offset from its start (the session's
+        workspace map: scale 1, device axes = world axes), and its yaw likewise."""
+        from devices.base import clamp_to_ball
+        kb = self.keyboard
+        (p0, R0), (p, R) = self.start, self.now
+        kb.target = clamp_to_ball(kb.target + (p0 - p), kb.capability.workspace_radius)
+        kb.yaw += math.remainder(_yaw(R0) - _yaw(R), 2.0 * math.pi)
 
 
 def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None):
@@ -64,19 +138,22 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     def on_frame(sv, pv):
         from app.view.window import View
         if state["view"] is None:
-            state["view"] = on_frame.view = View(width, height, visible=visible, direct=True)
+            view = state["view"] = on_frame.view = View(width, height, visible=visible, direct=True)
             kb = state["keyboard"]
+            keys = on_frame.keys = SessionKeys(kb)
+            view.on_key = keys.on_key
+            view.help_keys = (KEYBOARD_HELP if kb is not None else []) + SESSION_HELP
             if kb is not None:          # mouse drags, scroll and keys drive the proxy
-                state["view"].on_drag, state["view"].on_scroll, state["view"].on_key = \
-                    kb.on_drag, kb.on_scroll, kb.on_key
+                view.on_drag, view.on_scroll = kb.on_drag, kb.on_scroll
         view = state["view"]
+        on_frame.keys.frame(PROXY.get(pv, "p"), PROXY.get(pv, "R").reshape(3, 3))
         now = time.perf_counter()
         if state["last"] is not None:
             dt = now - state["last"]
             state["fps"] = 0.9 * state["fps"] + 0.1 / dt if state["fps"] else 1.0 / dt
         state["last"] = now
         view.poll()
-        if view.close_requested:
+        if view.close_requested or on_frame.keys.quit:
             view.close()
             return False
         view.draw(snapshot(sv, pv, static, moving, state["fps"], arm))

@@ -11,22 +11,29 @@ latest :class:`Snapshot` (filled by the session from shared memory)::
     view.close()
 
 What is drawn: the parts (mesh by asset name, pose ``p_w``/``R_wb``, sRGB(A) colour) with
-Blinn-Phong lighting; the haptic proxy as a translucent ghost; the arm as boxes and capsules;
-contact points as small spheres and contact forces as arrows (``force_scale`` m/N, capped at
-``force_max_len``) -- these two also show faintly where a part hides them; a floor grid
-under the scene; the HUD (one line per entry).  GL 3.3 core: one shader program, one VBO +
-VAO per mesh name, uploaded on first use and cached (see ``view_gl.py``).
+Blinn-Phong lighting; the arm as boxes and capsules; a floor grid under the scene; the haptic
+proxy as a translucent ghost, depth-tested against the solids but slid ``ghost_bias`` (0.5 mm)
+toward the eye, so that where it (nearly) coincides with its part it tints the part evenly
+instead of z-fighting with it; then the overlays -- contact points as dots and contact forces
+as arrows (``force_scale`` m/N, capped at ``force_max_len``) -- drawn as annotations over the
+picture: flat colour and a dark outline that nothing hides, the fill solid where the point is
+in view and dimmer where a part hides it (the contacts of a nut on its bolt are all inside the
+nut); last the HUD (one line per entry, top left) and, when shown, the help (top right).
+GL 3.3 core: one shader program, one VBO + VAO per mesh name, uploaded on first use and
+cached (see ``gl.py``).
 
 Input: right-drag orbits the camera, middle-drag pans, ctrl+scroll zooms (plain scroll
-zooms too when no ``on_scroll`` is set).  Left-drag, scroll and keys go to the callbacks
-the session sets:
+zooms too when no ``on_scroll`` is set); ``h`` or F1 shows or hides the help panel (the
+session's ``help_keys``, the camera, what each overlay means).  Left-drag, scroll and the
+other keys go to the callbacks the session sets:
 
 * ``on_drag(dx, dy, buttons)`` -- pixels, x right and y *up*; ``buttons`` is pyglet's mask
   (``BUTTON_LEFT`` 1, ``BUTTON_MIDDLE`` 2, ``BUTTON_RIGHT`` 4) and never includes a drag
   the camera took (right or middle alone);
 * ``on_scroll(dy)`` -- wheel clicks, positive away from the user;
 * ``on_key(key, pressed)`` -- pyglet's key name in lower case: ``"a"``, ``"1"``,
-  ``"left"``, ``"space"``, ``"escape"``, ``"lshift"``, ... (Escape does not close the window.)
+  ``"left"``, ``"space"``, ``"escape"``, ``"lshift"``, ... (Escape does not close the
+  window here: the session decides what it means.)
 
 Closing the window sets ``close_requested``; the owner calls :meth:`close`.  Drive the
 window with a loop like the one above, not ``pyglet.app.run()`` (whose own on_draw/flip
@@ -66,9 +73,10 @@ from sim_core.io.png import write_png
 GL = GpuMesh = Program = RenderTarget = None
 
 BUTTON_LEFT, BUTTON_MIDDLE, BUTTON_RIGHT = 1, 2, 4
+HELP_KEYS = ("h", "f1")          # toggle the help panel; the view keeps them (not forwarded)
 
 _ZERO3 = np.zeros((0, 3))
-_O3, _I3 = np.zeros(3), np.eye(3)
+_I3 = np.eye(3)
 
 
 @dataclass
@@ -122,7 +130,10 @@ class View:
     arm_rgba = (0.86, 0.87, 0.89, 1.0)
     contact_rgba = (1.0, 0.86, 0.12, 1.0)
     force_rgba = (1.0, 0.30, 0.12, 1.0)
-    xray_alpha = 0.35                        # overlays seen through parts
+    outline_rgba = (0.03, 0.035, 0.05, 1.0)  # the overlays' outline, always on top
+    hidden_alpha = 0.6                       # an overlay's fill where a part hides its point (dimmer)
+    outline_px = 1.5                         # outline width, pixels
+    ghost_bias = 0.5e-3                      # m: the ghost wins the depth test within this of its part
     force_scale = 0.004                      # m of arrow per N
     force_max_len = 0.06                     # m
     marker_radius = 0.0012                   # m
@@ -165,7 +176,12 @@ class View:
         self._unit_marker = view_mesh.unit_sphere(12, 8)
         self._markers = GpuMesh(np.zeros((0, 6)), usage=GL.GL_STREAM_DRAW)   # rebuilt per frame
         self._arrows = GpuMesh(np.zeros((0, 6)), usage=GL.GL_STREAM_DRAW)
+        self._marker_hulls = GpuMesh(np.zeros((0, 6)), usage=GL.GL_STREAM_DRAW)   # their outlines
+        self._arrow_hulls = GpuMesh(np.zeros((0, 6)), usage=GL.GL_STREAM_DRAW)
         self._hud = _Hud(self.hud_font_size)
+        self._help = _Hud(self.hud_font_size, right=True)
+        self.show_help = False               # h or F1 toggles the help panel
+        self.help_keys: list[tuple[str, str]] = []   # the session's bindings, listed first in the help
         self._fitted = False
         self._closed = False
         self._keys = pyglet.window.key.KeyStateHandler()
@@ -238,7 +254,13 @@ class View:
         GL.glUseProgram(0)
         GL.glDisable(GL.GL_DEPTH_TEST)
         GL.glDisable(GL.GL_CULL_FACE)
-        self._hud.draw(snap, win.width, win.height)      # window units, as pyglet projects
+        hud = {str(k): str(v) for k, v in snap.hud.items()}
+        if "clock" not in hud:
+            hud = {"clock": f"{snap.t:.2f} s", **hud}
+        hud.setdefault("help", "h or F1")
+        self._hud.draw(list(hud.items()), win.width, win.height)     # window units, as pyglet projects
+        if self.show_help:
+            self._help.draw(self.help_lines(), win.width, win.height)
         self._target.resolve()
         if self.visible and present:
             self._target.present()
@@ -252,6 +274,7 @@ class View:
         p.mat4("u_view", V)
         p.mat4("u_proj", self.camera.projection())
         p.vec3("u_up_e", V[:3, 2])
+        p.float("u_bias", 0.0)
         GL.glEnable(GL.GL_DEPTH_TEST)
         GL.glDepthFunc(GL.GL_LESS)
         GL.glDepthMask(GL.GL_TRUE)
@@ -273,25 +296,43 @@ class View:
         GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
         if self.show_grid and snap.parts:
             self._grid(snap)
-        GL.glDisable(GL.GL_BLEND)
-        self._update_overlays(snap)
-        overlays = ((self._markers, self.contact_rgba), (self._arrows, self.force_rgba))
-        for mesh, rgba in overlays:                          # pass 1: where nothing hides them
-            self._solid(mesh, _O3, _I3, rgba, spec=0.3)
 
-        GL.glEnable(GL.GL_BLEND)
+        # translucent pass: depth-tested against the solids, writing no depth; the ghost slides
+        # ghost_bias toward the eye, so where it (nearly) coincides with its part it is drawn
+        # over it evenly instead of z-fighting with it
         GL.glDepthMask(GL.GL_FALSE)
-        if snap.ghost is not None:
-            name, p_w, R_wb = snap.ghost[:3]
-            clear_parts.append((name, p_w, R_wb, self.ghost_rgba))
+        GL.glDepthFunc(GL.GL_LEQUAL)
         for name, p_w, R_wb, rgba in clear_parts:
             self._solid(self._mesh(name), p_w, R_wb, rgba, spec=0.25)
-        GL.glDepthFunc(GL.GL_GREATER)                        # pass 2: behind parts, faint
-        for mesh, rgba in overlays:
-            self._solid(mesh, _O3, _I3, rgba[:3] + (self.xray_alpha,), spec=0.0)
+        if snap.ghost is not None:
+            name, p_w, R_wb = snap.ghost[:3]
+            p.float("u_bias", self.ghost_bias)
+            self._solid(self._mesh(name), p_w, R_wb, self.ghost_rgba, spec=0.25)
+            p.float("u_bias", 0.0)
+
+        # overlays, drawn over the picture as annotations: flat colour with a dark outline that
+        # is never hidden; the fill is solid where nothing hides the point and dim where a part does
+        self._update_overlays(snap)
+        GL.glDisable(GL.GL_DEPTH_TEST)
+        for mesh in (self._marker_hulls, self._arrow_hulls):
+            self._flat(mesh, self.outline_rgba)
+        GL.glEnable(GL.GL_DEPTH_TEST)
+        for func, alpha in ((GL.GL_LEQUAL, 1.0), (GL.GL_GREATER, self.hidden_alpha)):
+            GL.glDepthFunc(func)
+            for mesh, rgba in ((self._markers, self.contact_rgba), (self._arrows, self.force_rgba)):
+                self._flat(mesh, rgba[:3] + (alpha,))
         GL.glDepthFunc(GL.GL_LESS)
         GL.glDepthMask(GL.GL_TRUE)
         GL.glDisable(GL.GL_BLEND)
+
+    def _flat(self, mesh: GpuMesh, rgba) -> None:
+        """A world-space overlay batch in one flat colour."""
+        p = self._prog
+        p.mat4("u_model", np.eye(4))
+        p.mat3("u_nmat", _I3)
+        p.color(rgba)
+        p.float("u_unlit", 2.0)
+        mesh.draw()
 
     def _solid(self, mesh: GpuMesh, p_w, R_wb, rgba, spec: float, scale=(1.0, 1.0, 1.0)) -> None:
         p = self._prog
@@ -322,26 +363,33 @@ class View:
             raise ValueError(f"view: unknown arm solid {kind!r} (expected 'box' or 'capsule')")
 
     def _update_overlays(self, snap: Snapshot) -> None:
-        """Contact markers and force arrows as two world-space vertex batches (2 draws, not 3M)."""
+        """Contact markers and force arrows, and their outlines, as four world-space vertex
+        batches (4 draws, not 6M).  An outline is its shape grown by ``outline_px`` pixels at
+        the shape's distance from the eye, so it reads the same at any zoom."""
         pts = np.asarray(snap.contacts, dtype=float).reshape(-1, 3)
         fs = np.asarray(snap.forces, dtype=float).reshape(-1, 3)[:len(pts)]
         r = self.marker_radius
+        cam = self.camera
+        px = 2.0 * math.tan(math.radians(cam.fovy_deg) / 2.0) / max(cam.height, 1)   # m per pixel per m
+        pad = self.outline_px * px * np.linalg.norm(pts - cam.eye(), axis=1)             # (M,) m
         eye = np.broadcast_to(_I3, (len(pts), 3, 3))
-        self._markers.update(view_mesh.place(self._unit_marker, pts, eye,
-                                             np.full((len(pts), 3), r)))
+        self._markers.update(view_mesh.place(self._unit_marker, pts, eye, np.full((len(pts), 3), r)))
+        self._marker_hulls.update(view_mesh.place(self._unit_marker, pts, eye,
+                                                  np.repeat((r + pad)[:, None], 3, axis=1)))
         fn = np.linalg.norm(fs, axis=1)
         L = np.minimum(fn * self.force_scale, self.force_max_len)
         keep = L > 1e-6
-        q, f, L = pts[:len(fs)][keep], fs[keep], L[keep]
+        q, f, L, pad = pts[:len(fs)][keep], fs[keep], L[keep], pad[:len(fs)][keep]
         R = frame_from_axis(f) if len(f) else np.zeros((0, 3, 3))
         head = np.minimum(4.5 * r, 0.6 * L)                  # cone length
         shaft = L - head
-        ones = np.ones_like(L)
-        cyl = view_mesh.place(self._prims_data["cylinder"], q, R,
-                              np.column_stack([0.4 * r * ones, 0.4 * r * ones, shaft]))
-        cone = view_mesh.place(self._prims_data["cone"], q + R[:, :, 2] * shaft[:, None], R,
-                               np.column_stack([2.2 * r * ones, 2.2 * r * ones, head]))
-        self._arrows.update(np.vstack([cyl, cone]))
+        for batch, grow in ((self._arrows, 0.0), (self._arrow_hulls, 1.0)):
+            g = grow * pad
+            cyl = view_mesh.place(self._prims_data["cylinder"], q, R,
+                                  np.column_stack([0.5 * r + g, 0.5 * r + g, shaft]))
+            cone = view_mesh.place(self._prims_data["cone"], q + R[:, :, 2] * (shaft - g)[:, None], R,
+                                   np.column_stack([2.2 * r + 2.0 * g, 2.2 * r + 2.0 * g, head + 2.5 * g]))
+            batch.update(np.vstack([cyl, cone]))
 
     def _grid(self, snap: Snapshot) -> None:
         lo, hi = self._scene_box(snap)
@@ -390,6 +438,7 @@ class View:
         self._closed = True
         self.window.switch_to()
         self._hud.delete()
+        self._help.delete()
         self._target.delete()
         self.window.close()
 
@@ -419,14 +468,36 @@ class View:
         return True
 
     def _key_press(self, symbol, modifiers):
-        if self.on_key is not None:
-            self.on_key(key_name(symbol), True)
+        name = key_name(symbol)
+        if name in HELP_KEYS:
+            self.show_help = not self.show_help
+        elif self.on_key is not None:
+            self.on_key(name, True)
         return True                                   # keep Escape from closing the window
 
     def _key_release(self, symbol, modifiers):
-        if self.on_key is not None:
-            self.on_key(key_name(symbol), False)
+        name = key_name(symbol)
+        if self.on_key is not None and name not in HELP_KEYS:
+            self.on_key(name, False)
         return True
+
+    def help_lines(self) -> list[tuple[str, str]]:
+        """The help panel: the session's bindings (``help_keys``), the camera, the overlays."""
+        return [*self.help_keys,
+                ("camera", ""),
+                ("right drag", "orbit"),
+                ("middle drag", "pan"),
+                ("ctrl + scroll", "zoom" + ("" if self.on_scroll is not None else " (plain scroll too)")),
+                ("h or F1", "show or hide this help"),
+                ("overlays", ""),
+                ("blue ghost", "the haptic proxy: where the hand holds"),
+                ("", "the part; drawn over the part it is on"),
+                ("yellow dots", "contact points, drawn over everything:"),
+                ("", "solid in view, dimmer where hidden"),
+                ("red arrows", "contact forces on the moving part,"),
+                ("", f"{self.force_scale * 1e3:g} mm per N, at most {self.force_max_len * 1e3:g} mm"),
+                ("top left", "loop rates, physics step, frame rate,"),
+                ("", "the force sent to the device, the clock")]
 
     def _close_event(self):
         self.close_requested = True
@@ -439,17 +510,20 @@ def key_name(symbol: int) -> str:
 
 
 class _Hud:
-    """HUD text: one pyglet label per line over a translucent panel (top left).
+    """Text panels: one pyglet label per line over a translucent panel, in the top left
+    corner (the HUD) or the top right one (``right``: the help).
 
     Labels are created when the set of lines or the window size changes; otherwise only the
-    labels whose text changed are updated (a full re-layout costs about 1 ms a frame).  If
-    no font can be loaded (a machine without fontconfig or fonts) the HUD is left out and
+    labels whose text changed are updated (a full re-layout costs about 1 ms a frame).  An
+    entry with an empty text is a heading; a label starting with "note" is a warning.  If
+    no font can be loaded (a machine without fontconfig or fonts) the panel is left out and
     ``error`` says why; the scene still draws."""
     FONTS = ["DejaVu Sans Mono", "Liberation Mono", "Courier New", "monospace"]
     PAD = 10
+    COLORS = {"text": (232, 236, 242, 255), "note": (255, 196, 90, 255), "heading": (120, 200, 255, 255)}
 
-    def __init__(self, font_size: int):
-        self.font_size = font_size
+    def __init__(self, font_size: int, right: bool = False):
+        self.font_size, self.right = font_size, right
         self.lines: list[str] = []
         self.labels: list = []
         self.error: str | None = None
@@ -457,39 +531,41 @@ class _Hud:
         self.batch = pyglet.graphics.Batch()
         self.panel = None
 
-    def _layout(self, lines: list[str], w: int, h: int) -> None:
+    def _layout(self, lines: list[str], kinds: list[str], w: int, h: int) -> None:
         self.delete()
         step = round(self.font_size * 1.75)
         back, front = pyglet.graphics.Group(order=0), pyglet.graphics.Group(order=1)
-        for i, text in enumerate(lines):
-            color = (255, 196, 90, 255) if text.startswith("note") else (232, 236, 242, 255)
+        for i, (text, kind) in enumerate(zip(lines, kinds)):
             self.labels.append(pyglet.text.Label(
                 text, x=self.PAD + 10, y=h - self.PAD - 8 - i * step, anchor_y="top",
-                color=color, font_name=self.FONTS, font_size=self.font_size,
+                color=self.COLORS[kind], font_name=self.FONTS, font_size=self.font_size,
                 batch=self.batch, group=front))
         height = len(lines) * step + 10
         self.panel = pyglet.shapes.Rectangle(self.PAD, h - self.PAD - height, 10, height,
                                              color=(10, 12, 16, 170), batch=self.batch, group=back)
         self.lines, self.size = lines, (w, h)
 
-    def draw(self, snap: Snapshot, w: int, h: int) -> None:
-        if self.error is not None:
+    def draw(self, entries: list[tuple[str, str]], w: int, h: int) -> None:
+        """Draw ``(label, text)`` entries, one a line, the texts aligned."""
+        if self.error is not None or not entries:
             return
-        hud = {str(k): str(v) for k, v in snap.hud.items()}
-        if "clock" not in hud:
-            hud = {"clock": f"{snap.t:.2f} s", **hud}
-        keyw = max(len(k) for k in hud)
-        lines = [f"{k:<{keyw}}  {v}" for k, v in hud.items()]
+        keyw = max(len(k) for k, _ in entries)
+        lines = [f"{k:<{keyw}}  {v}".rstrip() for k, v in entries]
+        kinds = ["heading" if not v else "note" if k.startswith("note") else "text" for k, v in entries]
         try:
             if len(lines) != len(self.lines) or (w, h) != self.size or any(
                     a.split(" ", 1)[0] != b.split(" ", 1)[0] for a, b in zip(lines, self.lines)):
-                self._layout(lines, w, h)
+                self._layout(lines, kinds, w, h)
             else:
                 for lab, new, old in zip(self.labels, lines, self.lines):
                     if new != old:
                         lab.text = new
                 self.lines = lines
             self.panel.width = max(lab.content_width for lab in self.labels) + 20
+            if self.right and self.panel.x != w - self.PAD - self.panel.width:
+                self.panel.x = w - self.PAD - self.panel.width
+                for lab in self.labels:
+                    lab.x = self.panel.x + 10
             self.batch.draw()
         except Exception as e:                       # no usable font on this machine
             self.error = f"view: HUD disabled: {type(e).__name__}: {e}"
