@@ -406,8 +406,9 @@ def test_contact_dots_are_outlined_overlays_solid_in_view_and_dimmer_when_hidden
     """A contact inside the nut (hidden) and one on the bolt below it (in view): both dots are
     drawn over the picture with a dark outline (a ring darker than anything around); the one in
     view is the full contact colour, the hidden one a dimmer fill of it.  Measured: ring
-    brightness 48 and 57 (no outline before: 180, the nut's colour); hidden core (171, 145, 25)
-    against the nut's (178, 137, 55) before, where it showed faintly, unoutlined."""
+    brightness 51 and 57 (before, no outline: 178 and 176, the parts' colours); cores (156, 135,
+    24) hidden and (255, 219, 31) in view; before, the hidden dot was (190, 153, 45) on the
+    nut's (178, 137, 55): a faint, unoutlined show-through."""
     a = math.radians(-55.0)                                            # the side facing the camera
     hidden = np.array([0.0225 * math.cos(a), 0.0225 * math.sin(a), 0.114])
     in_view = np.array([0.024 * math.cos(a), 0.024 * math.sin(a), 0.06])
