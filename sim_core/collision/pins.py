@@ -1,0 +1,200 @@
+"""Capsule pins against a block of capsule holes: seed 004's analytic contact manifold (Sec. 3.1).
+
+Each pin (a segment [A, B] -- tip centre A, base centre B -- of radius rho) is taken against
+its nearest hole (``geometry.docking.check_layout`` keeps holes far enough apart that no pin
+touches two), in that hole's frame: origin at the hole's top centre, z up, the hole the
+points within r of the ray from P0 = (0, 0, -h) upward, cut by the top face z = 0.  Cases:
+
+* **cap and body** (eqs. (11)-(17)): a pin end E below the top face, against the hole's wall.
+  Its nearest axis point is q = P0 when E is at or below P0 (the bottom hemisphere, eq. (11))
+  and (0, 0, E_z) otherwise (the cylinder, eq. (14)); with v = E - q the gap is
+  r - rho - |v| (eqs. (12), (16)), the contact point on the wall q + r v/|v| and the normal
+  pushing the pin -v/|v|.  The print's eq. (17) adds +r v/|v| with v pointing from the end
+  *to* the axis (its eq. (16) definition): that is the far wall; the contact is on the near
+  one (and its eq. (15) projects P_0^cs for both ends: each end is projected).  Why ends
+  suffice: the distance from a point to the hole's axis ray is convex, so along the pin's
+  segment its largest value below the top face is at an end or where the segment crosses
+  z = 0 -- and the crossing is the rim case.
+* **rim** (eqs. (18)-(21)): the pin's segment against the rim circle (radius r in z = 0).
+  The print searches the rim by repeated subdivision into eight points, which need not find
+  the global minimum (the distance along the rim is not unimodal) and has no stated
+  accuracy.  Here the distance from the segment point S(t) to the circle is closed form,
+  g(t)^2 = (|S_xy(t)| - r)^2 + S_z(t)^2, so the search is over t in [0, 1]: g's derivative
+  is sampled on ``RIM_INTERVALS`` intervals, each sign change (- to +) is a local minimum,
+  bisected to ``RIM_BISECTIONS`` halvings (|dt| < 2^-52: to rounding); the ends count when
+  g rises or falls out of them.  The two nearest local minima are kept (a pin lying across
+  the hole touches the rim on both sides).  The rim point is r S_xy/|S_xy|, the gap
+  g - rho, the normal (S - R)/|S - R|.  Caps and body are one case here (the segment's
+  distance includes its ends).
+* **top face**: a pin end outside the hole's circle, within the block's top face and less
+  than rho below it: gap E_z - rho, normal +z, point under E.  (The lowest point of a
+  capsule above a plane is an end.)
+
+Contacts carry keys (pin * 8 + case: 0/1 wall at A/B, 2/3 rim, 4/5 top face at A/B) so
+that the solver's warm start follows them from step to step.  All in one numba kernel over
+the pins, writing into preallocated arrays (nothing allocated per pin).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+RIM_INTERVALS = 64            # samples of the rim distance's derivative along the pin
+RIM_BISECTIONS = 60           # halvings of a bracket: |dt| < 2^-60 / 64 of the segment
+MAX_PER_PIN = 6               # wall at A and B, two rim points, top face at A and B
+KEYS_PER_PIN = 8
+
+
+@njit(cache=True, inline="always")
+def _dg(t, Px, Py, Pz, Dx, Dy, Dz, r):
+    """d/dt of g^2 / 2 for the segment S(t) = P + t D against the circle of radius r in z = 0
+    (NaN where S is on the circle's axis)."""
+    x, y, z = Px + t * Dx, Py + t * Dy, Pz + t * Dz
+    u = math.sqrt(x * x + y * y)
+    if u < 1e-300:
+        return math.nan
+    return (1.0 - r / u) * (x * Dx + y * Dy) + z * Dz
+
+
+@njit(cache=True, inline="always")
+def _g2(t, Px, Py, Pz, Dx, Dy, Dz, r):
+    x, y, z = Px + t * Dx, Py + t * Dy, Pz + t * Dz
+    w = math.sqrt(x * x + y * y) - r
+    return w * w + z * z
+
+
+@njit(cache=True)
+def rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, out_t):
+    """Local minima of the distance from S(t) = P + t D, t in [0, 1], to the circle
+    |xy| = r, z = 0: writes up to two parameters into out_t (2,), nearest first; returns how many."""
+    best0, best1 = math.inf, math.inf
+    t0, t1 = -1.0, -1.0
+    n = RIM_INTERVALS
+    prev_t, prev_d = 0.0, _dg(0.0, Px, Py, Pz, Dx, Dy, Dz, r)
+    if prev_d > 0.0:                              # rising out of t = 0: a minimum at the end
+        best0, t0 = _g2(0.0, Px, Py, Pz, Dx, Dy, Dz, r), 0.0
+    for i in range(1, n + 1):
+        t = i / n
+        d = _dg(t, Px, Py, Pz, Dx, Dy, Dz, r)
+        if prev_d < 0.0 and d > 0.0:              # a minimum inside [prev_t, t]: bisect g'
+            lo, hi = prev_t, t
+            for _ in range(RIM_BISECTIONS):
+                mid = 0.5 * (lo + hi)
+                dm = _dg(mid, Px, Py, Pz, Dx, Dy, Dz, r)
+                if dm < 0.0:
+                    lo = mid
+                else:
+                    hi = mid
+                if hi - lo <= 1e-17:
+                    break
+            tm = 0.5 * (lo + hi)
+            gm = _g2(tm, Px, Py, Pz, Dx, Dy, Dz, r)
+            if gm < best0:
+                best1, t1 = best0, t0
+                best0, t0 = gm, tm
+            elif gm < best1:
+                best1, t1 = gm, tm
+        prev_t, prev_d = t, d
+    if prev_d < 0.0:                              # falling into t = 1: a minimum at the end
+        gm = _g2(1.0, Px, Py, Pz, Dx, Dy, Dz, r)
+        if gm < best0:
+            best1, t1 = best0, t0
+            best0, t0 = gm, 1.0
+        elif gm < best1:
+            best1, t1 = gm, 1.0
+    k = 0
+    if t0 >= 0.0:
+        out_t[k] = t0
+        k += 1
+    if t1 >= 0.0:
+        out_t[k] = t1
+        k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_b, band,
+                x_out, n_out, d_out, key_out):
+    """All pins of one body against one hole block.  seg_b (P,2,3) m: each pin's [A, B] from
+    the body's COM, body axes; rho m its radius; (R_wb, p_w) the body's pose; (R_ws, p_ws)
+    the block's; holes_xy (H,2) m; r, h m; half_a, half_b m the top face's half sizes; band m.
+    Writes contacts with gap < band into x_out (>= 6P, 3) m (points on the block), n_out
+    (unit, pushing the pin, world), d_out (m, negative: penetration), key_out; returns how
+    many."""
+    m = 0
+    R_sw = R_ws.T
+    tt = np.empty(2)
+    for i in range(seg_b.shape[0]):
+        # the pin's ends in the block frame
+        A = R_sw @ (R_wb @ seg_b[i, 0] + p_w - p_ws)
+        B = R_sw @ (R_wb @ seg_b[i, 1] + p_w - p_ws)
+        # its nearest hole (by the tip)
+        jbest, dbest = 0, math.inf
+        for j in range(holes_xy.shape[0]):
+            dx, dy = A[0] - holes_xy[j, 0], A[1] - holes_xy[j, 1]
+            dd = dx * dx + dy * dy
+            if dd < dbest:
+                jbest, dbest = j, dd
+        cx, cy = holes_xy[jbest, 0], holes_xy[jbest, 1]
+        for e in range(2):
+            E = A if e == 0 else B
+            ex, ey, ez = E[0] - cx, E[1] - cy, E[2]
+            # cap and body: the end against the hole's wall (eqs. (11)-(17))
+            if ez < 0.0:
+                qz = max(ez, -h)
+                vx, vy, vz = ex, ey, ez - qz
+                dl = math.sqrt(vx * vx + vy * vy + vz * vz)
+                gap = r - rho - dl
+                if gap < band and dl > 1e-15 and dl < r + rho:
+                    ux, uy, uz = vx / dl, vy / dl, vz / dl
+                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = cx + r * ux, cy + r * uy, qz + r * uz
+                    n_out[m, 0], n_out[m, 1], n_out[m, 2] = -ux, -uy, -uz
+                    d_out[m] = gap
+                    key_out[m] = i * KEYS_PER_PIN + e
+                    m += 1
+            # top face: the end over the face, outside the hole's circle
+            rr = math.sqrt(ex * ex + ey * ey)
+            if rr >= r and ez > -rho and abs(E[0]) <= half_a and abs(E[1]) <= half_b:
+                gap = ez - rho
+                if gap < band:
+                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = E[0], E[1], 0.0
+                    n_out[m, 0], n_out[m, 1], n_out[m, 2] = 0.0, 0.0, 1.0
+                    d_out[m] = gap
+                    key_out[m] = i * KEYS_PER_PIN + 4 + e
+                    m += 1
+        # rim: the segment against the rim circle (eqs. (18)-(21), exact)
+        Px, Py, Pz = A[0] - cx, A[1] - cy, A[2]
+        Dx, Dy, Dz = B[0] - A[0], B[1] - A[1], B[2] - A[2]
+        k = rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, tt)
+        for s in range(k):
+            t = tt[s]
+            sx, sy, sz = Px + t * Dx, Py + t * Dy, Pz + t * Dz
+            u = math.sqrt(sx * sx + sy * sy)
+            if u < 1e-15:
+                continue
+            Rx, Ry = r * sx / u, r * sy / u
+            wx, wy, wz = sx - Rx, sy - Ry, sz
+            dl = math.sqrt(wx * wx + wy * wy + wz * wz)
+            gap = dl - rho
+            if gap >= band:
+                continue
+            if dl > 1e-15:
+                nx, ny, nz = wx / dl, wy / dl, wz / dl
+            elif sz > 0.0:
+                nx, ny, nz = 0.0, 0.0, 1.0
+            else:
+                nx, ny, nz = -sx / u, -sy / u, 0.0
+            x_out[m, 0], x_out[m, 1], x_out[m, 2] = cx + Rx, cy + Ry, 0.0
+            n_out[m, 0], n_out[m, 1], n_out[m, 2] = nx, ny, nz
+            d_out[m] = gap
+            key_out[m] = i * KEYS_PER_PIN + 2 + s
+            m += 1
+    # to world axes
+    for c in range(m):
+        x = R_ws @ x_out[c] + p_ws
+        n = R_ws @ n_out[c]
+        x_out[c] = x
+        n_out[c] = n
+    return m

@@ -1,0 +1,174 @@
+"""Seed 004's pin-hole contact manifold (``collision.pins``) over 10,000 random poses: the cap
+and body cases against their closed forms written here in world axes (1e-9 m), the rim case
+against a dense brute-force search over the rim (1 um), and what each case must and must not
+report."""
+import math
+
+import numpy as np
+import pytest
+
+from sim_core.collision.pins import KEYS_PER_PIN, MAX_PER_PIN, detect_pins
+
+R_HOLE, H_HOLE = 0.0175, 0.04          # m: the seed's 35 mm hole, 40 mm deep cylinder
+HALF = (0.06, 0.05)                    # m, the block's top face half sizes
+BAND = 2e-3                            # m, report gaps below this (to see near misses too)
+POSES = 10_000
+CLOSED_FORM_TOL = 1e-9                 # m: the issue's bound (rounding is ~1e-16 m)
+RIM_TOL = 1e-6                         # m: the issue's bound against the brute force
+
+
+def _rot(rng):
+    q = rng.normal(size=4)
+    q /= np.linalg.norm(q)
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def random_case(rng):
+    """A pin near the hole at (0.01, -0.005) of a randomly placed block, in world axes:
+    (A_w, B_w, rho, R_ws, p_ws, hole centre c_s)."""
+    c_s = np.array([0.01, -0.005])
+    rho = R_HOLE * rng.uniform(0.6, 1.0)
+    ang = rng.uniform(0, 2 * np.pi)
+    rad = rng.uniform(0.0, R_HOLE + rho + 2e-3)
+    A = np.array([c_s[0] + rad * math.cos(ang), c_s[1] + rad * math.sin(ang),
+                  rng.uniform(-H_HOLE - R_HOLE, 0.01)])
+    tilt, az = rng.uniform(0, math.radians(50)), rng.uniform(0, 2 * np.pi)
+    d = np.array([math.sin(tilt) * math.cos(az), math.sin(tilt) * math.sin(az), math.cos(tilt)])
+    B = A + rng.uniform(0.02, 0.07) * d
+    R_ws, p_ws = _rot(rng), rng.normal(size=3) * 0.3
+    return R_ws @ A + p_ws, R_ws @ B + p_ws, rho, R_ws, p_ws, c_s
+
+
+def run(A_w, B_w, rho, R_ws, p_ws, c_s, rng):
+    """The kernel, with the pin given from a random body pose."""
+    R_wb, p_w = _rot(rng), rng.normal(size=3) * 0.3
+    seg_b = np.array([[R_wb.T @ (A_w - p_w), R_wb.T @ (B_w - p_w)]])
+    x, n = np.zeros((MAX_PER_PIN, 3)), np.zeros((MAX_PER_PIN, 3))
+    d, key = np.zeros(MAX_PER_PIN), np.zeros(MAX_PER_PIN, np.int64)
+    m = detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, c_s[None, :].copy(), R_HOLE, H_HOLE, HALF[0], HALF[1],
+                    BAND, x, n, d, key)
+    return x[:m], n[:m], d[:m], key[:m] % KEYS_PER_PIN
+
+
+def wall_closed_form(E, rho, R_ws, p_ws, c_s):
+    """Gap, wall point and normal of a pin end E below the top face (world axes)."""
+    a = R_ws[:, 2]
+    P1 = R_ws @ np.array([c_s[0], c_s[1], 0.0]) + p_ws
+    s = (E - P1) @ a                              # height over the top face (< 0 inside)
+    q = P1 + max(s, -H_HOLE) * a                  # nearest point of the axis ray
+    v = E - q
+    return R_HOLE - rho - np.linalg.norm(v), q + R_HOLE * v / np.linalg.norm(v), -v / np.linalg.norm(v)
+
+
+def rim_brute_force(A, B, R_ws, p_ws, c_s):
+    """Least distance from the segment [A, B] to the rim circle and the rim point: 4,096 rim
+    points, then golden-section refinement around the best (each rim point's distance to the
+    segment is closed form)."""
+    centre = R_ws @ np.array([c_s[0], c_s[1], 0.0]) + p_ws
+    ex, ey = R_ws[:, 0], R_ws[:, 1]
+    D = B - A
+
+    def dist(th):
+        R = centre + R_HOLE * (np.cos(th)[..., None] * ex + np.sin(th)[..., None] * ey)
+        t = np.clip(((R - A) @ D) / (D @ D), 0.0, 1.0)
+        return np.linalg.norm(A + t[..., None] * D - R, axis=-1), R
+
+    th = np.linspace(0, 2 * np.pi, 4096, endpoint=False)
+    k = int(np.argmin(dist(th)[0]))
+    lo, hi = th[k] - 2 * np.pi / 4096, th[k] + 2 * np.pi / 4096
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(80):
+        m1, m2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        if dist(np.array(m1))[0] < dist(np.array(m2))[0]:
+            hi = m2
+        else:
+            lo = m1
+    dd, R = dist(np.array(0.5 * (lo + hi)))
+    return float(dd), R
+
+
+@pytest.fixture(scope="module")
+def cases():
+    rng = np.random.default_rng(4)
+    out = []
+    for _ in range(POSES):
+        c = random_case(rng)
+        out.append((c, run(*c, rng)))
+    return out
+
+
+def test_cap_and_body_contacts_are_the_closed_forms(cases):
+    seen = {"cap": 0, "body": 0}
+    for (A, B, rho, R_ws, p_ws, c_s), (x, n, d, key) in cases:
+        for e, E in ((0, A), (1, B)):
+            below = (E - (R_ws @ np.array([*c_s, 0.0]) + p_ws)) @ R_ws[:, 2]
+            gap, xw, nw = wall_closed_form(E, rho, R_ws, p_ws, c_s) if below < 0 else (np.inf, None, None)
+            mine = np.flatnonzero(key == e)
+            if gap < BAND and np.linalg.norm(xw - (R_ws @ np.array([*c_s, 0.0]) + p_ws)) < 10:
+                # reported exactly when the closed form says it touches (inside the hole's reach)
+                if -gap < 2 * rho:
+                    assert len(mine) == 1
+                    i = mine[0]
+                    assert abs(d[i] - gap) <= CLOSED_FORM_TOL
+                    assert np.linalg.norm(x[i] - xw) <= CLOSED_FORM_TOL
+                    assert np.linalg.norm(n[i] - nw) <= 1e-9
+                    seen["cap" if below < -H_HOLE else "body"] += 1
+            else:
+                assert len(mine) == 0
+    assert seen["cap"] > 300 and seen["body"] > 300, seen
+
+
+def test_rim_contacts_match_a_brute_force_search(cases):
+    seen = 0
+    for (A, B, rho, R_ws, p_ws, c_s), (x, _n, d, key) in cases:
+        ref, R = rim_brute_force(A, B, R_ws, p_ws, c_s)
+        mine = np.flatnonzero((key == 2) | (key == 3))
+        if ref - rho < BAND - 1e-9:
+            assert len(mine) >= 1
+            i = mine[np.argmin(d[mine])]
+            assert abs(d[i] + rho - ref) <= RIM_TOL
+            assert np.linalg.norm(x[i] - R) <= RIM_TOL or abs(ref) < 1e-4   # the point is unique unless S is on the rim
+            seen += 1
+        elif ref - rho > BAND + 1e-9:
+            assert len(mine) == 0
+    assert seen > 1000, seen
+
+
+def test_top_face_contacts(cases):
+    seen = 0
+    for (A, B, rho, R_ws, p_ws, c_s), (x, n, d, key) in cases:
+        centre = R_ws @ np.array([*c_s, 0.0]) + p_ws
+        for e, E in ((0, A), (1, B)):
+            rel = E - centre
+            z = rel @ R_ws[:, 2]
+            radial = math.hypot(rel @ R_ws[:, 0], rel @ R_ws[:, 1])
+            mine = np.flatnonzero(key == 4 + e)
+            E_s = R_ws.T @ (E - p_ws)
+            on_face = abs(E_s[0]) <= HALF[0] and abs(E_s[1]) <= HALF[1]
+            if not on_face:
+                assert len(mine) == 0
+            elif radial >= R_HOLE and -rho < z < rho + BAND:
+                assert len(mine) == 1
+                assert abs(d[mine[0]] - (z - rho)) <= CLOSED_FORM_TOL
+                assert np.allclose(n[mine[0]], R_ws[:, 2], atol=1e-12)
+                assert abs((x[mine[0]] - centre) @ R_ws[:, 2]) <= CLOSED_FORM_TOL
+                seen += 1
+            elif radial < R_HOLE or z > rho + BAND or z < -rho:
+                assert len(mine) == 0
+    assert seen > 300, seen
+
+
+def test_a_centred_pin_is_free_and_a_seated_zero_clearance_pin_touches_only_at_the_bottom():
+    rng = np.random.default_rng(1)
+    R_ws, p_ws, c_s = np.eye(3), np.zeros(3), np.array([0.0, 0.0])
+    A, B = np.array([0.0, 0.0, -0.02]), np.array([0.0, 0.0, 0.03])
+    x, n, d, key = run(A, B, 0.9 * R_HOLE, R_ws, p_ws, c_s, rng)
+    assert np.all(d > 0.1 * R_HOLE - 1e-12)              # only near misses, every gap the clearance
+    A = np.array([0.0, 0.0, -H_HOLE - 1e-4])             # zero clearance, pushed 0.1 mm too far
+    x, n, d, key = run(A, B, R_HOLE, R_ws, p_ws, c_s, rng)
+    bottom = np.flatnonzero(key == 0)
+    assert len(bottom) == 1 and d[bottom[0]] == pytest.approx(-1e-4, abs=1e-12)
+    assert np.allclose(n[bottom[0]], [0.0, 0.0, 1.0], atol=1e-12)
