@@ -170,6 +170,28 @@ def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
         phys.close()
 
 
+def scripted_start(scen, R0: np.ndarray, p_script: np.ndarray) -> np.ndarray:
+    """The part's start COM for a scripted device whose first point is ``p_script``.
+
+    Scripted trajectories are written in a frame whose origin is the top of the static part
+    (bolt end / hole entry), axis +z, and their point is where the part's lower face centre
+    goes: so "over the hole axis" puts the peg's tip on the axis.  The part keeps the
+    scenario's start orientation ``R0`` (the coupling's anchor maps the script's orientation
+    to it), so the lower face centre is placed through ``R0``: COM = point + R0 (0, 0, half).
+    Placing the COM at point + (0, 0, half) instead put the tip of the 0.5 deg tilted peg
+    0.35 mm off the axis, on the high side of its tilted chamfer ring: the ring's edge then
+    landed on the hole's chamfer-bore corner at +-100 deg from that side, a near-vertical
+    support 5.8 mm behind the COM, and the 10-74 N push through the COM tipped the proxy
+    against the coupling's 2 N m/rad (compliance centre at the COM, 40 mm above the tip) to
+    a 10 deg jam at 1.6 mm depth.  The local contact model was exact there; the start was off.
+    """
+    top = scen.static_dims.get("length", 0.0)          # bolt end; the hole's top is z = 0
+    half = 0.5 * scen.moving_dims.get("height", scen.moving_dims.get("length", 0.0))
+    # for an upright part (bolting) this is bit for bit point + (0, 0, top + half)
+    return np.asarray(p_script, dtype=np.float64) + (np.array([0.0, 0.0, top])
+                                                     + np.asarray(R0) @ np.array([0.0, 0.0, half]))
+
+
 def run_session(scenario_name: str, device: str, duration: float, log_path: str | None = None,
                 gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60,
                 realtime: bool = True, physics_stalls=(), haptic_stalls=()) -> SessionResult:
@@ -187,12 +209,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     scen = scenario.record(cfg)
     p0, R0 = state.p_w[0], state.R_wb[0]
     if device.startswith("scripted:"):
-        # scripted trajectories are written in a frame whose origin is the top of the static
-        # part (bolt end / hole entry), axis +z: start the part where the script starts
-        top = scen.static_dims.get("length", 0.0)          # bolt end; the hole's top is z = 0
-        half = 0.5 * scen.moving_dims.get("height", scen.moving_dims.get("length", 0.0))
         dev = open_device(device)
-        p0 = dev.read(0.0).p + np.array([0.0, 0.0, top + half])   # lower face at the script's point
+        p0 = scripted_start(scen, R0, dev.read(0.0).p)
         dev.close()
     ctx = mp.get_context("spawn")
     slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
