@@ -37,6 +37,7 @@ REACH = 1.5               # m: every position within 1.5 m of the static part (t
                           # from its base; a part further away is a unit error, mm for m say)
 MAX_TURN_DEG = 36_000.0   # deg: a hundred turns of yaw (a nut needs five)
 MAX_TILT_DEG = 90.0       # deg: beyond that the part is upside down
+MAX_PINS = 20             # seed 004's real-time figure is for 20 pins
 _WAYPOINT = {
     "t": Field("float", lo=0.0, hi=MAX_DURATION, unit="s", doc="time of the waypoint"),
     "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="set position of the moving part's centre (world)"),
@@ -48,14 +49,16 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting"), doc="which task metrics apply"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking"), doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=0.1, unit="s",
                     doc="physics step T (0.1 ms .. 0.1 s; at most 10 million steps a run)"),
     },
     "parts": {
-        "static": Field("str", doc="asset name of the fixed part (hole, bolt_M48x5, ...)"),
-        "moving": Field("str", doc="asset name of the moving part (peg, nut_M48x5, ...)"),
+        "static": Field("str", doc="asset name of the fixed part (hole, bolt_M48x5, ...; docking: a label, "
+                                   "the block is built from [docking])"),
+        "moving": Field("str", doc="asset name of the moving part (peg, nut_M48x5, ...; docking: a label, "
+                                   "the pin plate is built from [docking])"),
         "density": Field("float", lo=100.0, hi=25000.0, unit="kg/m^3",
                          doc="density of the moving part (foams to osmium)"),
     },
@@ -133,6 +136,32 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                    doc="spring to the set rotation (body axes)"),
         "damping_angular": Field("vec3", unit="N m s/rad", lo=0.0, hi=1e4,
                                  doc="damper to the set angular velocity"),
+    },
+    "docking": {
+        # seed 004: a servicer's plate with centering pins (capsules) docks into a block of
+        # capsule holes.  Read only when scenario.task = "docking".
+        "pins": Field("int", 4, lo=1, hi=MAX_PINS, doc="number of pins (and holes), 1 to 20"),
+        "layout": Field("enum", "grid", choices=("grid", "circle"),
+                        doc="grid: rows x cols positions (docking.grid), filled row by row; "
+                            "circle: the pins evenly on a circle"),
+        "grid": Field("vec2", (2.0, 2.0), lo=1.0, hi=float(MAX_PINS), doc="rows and columns of the grid layout"),
+        "spacing": Field("float", 0.06, gt=0.0, hi=0.5, unit="m",
+                         doc="distance between neighbouring pin axes (grid pitch; chord on the circle)"),
+        "pin_diameter": Field("float", 0.035, gt=0.0, hi=0.2, unit="m", doc="pin (capsule) diameter; the seed's 35 mm"),
+        "hole_diameter": Field("float", 0.0352, gt=0.0, hi=0.2, unit="m",
+                               doc="hole diameter, >= the pin's (zero clearance allowed); 0.2 mm of play by default"),
+        "pin_length": Field("float", 0.045, gt=0.0, hi=0.5, unit="m",
+                            doc="pin cylinder below the plate (the tip's hemisphere is under it)"),
+        "hole_depth": Field("float", 0.04, gt=0.0, hi=0.5, unit="m",
+                            doc="hole cylinder under the top face (its hemisphere is under it)"),
+        "block_height": Field("float", 0.07, gt=0.0, hi=1.0, unit="m", doc="block thickness, >= hole depth + radius"),
+        "plate_thickness": Field("float", 0.012, gt=0.0, hi=0.2, unit="m", doc="the pin plate's thickness"),
+        "border": Field("float", 0.03, gt=0.0, hi=0.5, unit="m",
+                        doc="plate and block material beyond the outer pins' axes"),
+        "gravity": Field("enum", "off", choices=("off", "on"),
+                         doc="off: a space servicer (and the seed's simulation); on: 9.81 m/s^2 along world -z"),
+        "seat_tolerance": Field("float", 5e-4, gt=0.0, hi=0.01, unit="m",
+                                doc="seated: every pin's tip within this of its hole's bottom"),
     },
     "start": {
         "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:                  # types only: this module imports no stage
     from sim_core.contact.cspace import CSpaceNet
     from sim_core.contact.interaction_networks import INClustering
     from sim_core.dynamics.blocks import ArmSystem
+    from sim_core.geometry.docking import HoleBlock, PinPlate
 
 WORLD = -1      # the "other body" of a contact with a world-fixed shape
 
@@ -68,6 +69,8 @@ class RigidBody:
     node_radius: float = 0.0       # m, largest |nodes_b| (bounds a node's speed from the twist)
     node_nb: np.ndarray | None = None     # (N,P) int32: each node's P nearest nodes, nearest first
     node_patch: np.ndarray | None = None  # (N,) int64: each node's body-frame patch (clustering "patches")
+    pins: PinPlate | None = None   # capsule pins (detector "pins"): the plate they stand on, part frame
+    pin_segments_b: np.ndarray | None = None  # (P,2,3) m: each pin's [tip centre, base centre] from the COM, body axes
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class StaticShape:
     inner_radius_s: float = 0.0    # m, no material inside this radius (a hole's bore)
     R_ws: np.ndarray = field(default_factory=lambda: np.eye(3))    # (3,3) shape frame in world
     p_ws: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, shape origin in world
+    block: HoleBlock | None = None  # capsule holes in a box (detector "pins"), shape frame
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,8 @@ class Model:
     drive: Drive
     dt: float                      # s, the default step T (``step`` takes any)
     arm: ArmSystem | None = None   # the Panda holding one body (None: drives only)
+    gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s^2, world; zero: the
+                                   # seed's (and a space servicer's) setting; the arm ignores it
 
     @property
     def n_bodies(self) -> int:

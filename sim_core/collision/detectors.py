@@ -11,8 +11,11 @@ signed distances of every candidate (for the penetration figures).  Today's kind
   (``detection.detect``), and a closing gap near an edge is linearized where the node will be
   (``detection.predict``).
 
-Next kinds (the issues after this one) add rows: capsule pins against capsule holes (seed 004),
-spheres against surfaces, cable links against cylinders.
+* ``pins`` -- a plate's capsule pins against a block's capsule holes: seed 004's analytic
+  contact manifold (``collision.pins``), exact, no mesh; its keys (pin, case) are the
+  contacts' ``idx`` (the warm start follows them).
+
+Next kinds add rows: spheres against surfaces, cable links against cylinders.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.collision import broadphase, detection
+from sim_core.collision import broadphase, detection, pins
 from sim_core.types import BodyPose, ContactParams, Contacts, RigidBody, StaticShape
 
 
@@ -42,4 +45,22 @@ def nodes_sdf(body: RigidBody, shape: StaticShape, params: ContactParams, pose: 
     return Detected(nodes, d_all, int(idx.shape[0]))
 
 
-DETECTORS = {"nodes_sdf": nodes_sdf}
+def pins_analytic(body: RigidBody, shape: StaticShape, params: ContactParams, pose: BodyPose, dt: float,
+                  laps=None) -> Detected:
+    """Every pin against its nearest hole; ``d_all`` are the contacts' own (exact) gaps."""
+    plate, block = body.pins, shape.block
+    seg = body.pin_segments_b
+    reach = detection.reach(body, params, pose, dt)
+    if laps is not None:
+        laps.lap("broadphase")
+    cap = pins.MAX_PER_PIN * seg.shape[0]
+    x, n = np.empty((cap, 3)), np.empty((cap, 3))
+    d, key = np.empty(cap), np.empty(cap, np.int64)
+    half = block.half
+    m = pins.detect_pins(seg, plate.radius, pose.R_wb, pose.p_w, shape.R_ws, shape.p_ws, block.holes_xy,
+                         block.radius, block.depth, half[0], half[1], reach, x, n, d, key)
+    nodes = Contacts(x[:m], n[:m], d[:m], key[:m])
+    return Detected(nodes, d[:m].copy(), int(seg.shape[0]))
+
+
+DETECTORS = {"nodes_sdf": nodes_sdf, "pins": pins_analytic}

@@ -114,6 +114,7 @@ def loads(model: Model, state: State, inp: Inputs, dt: float) -> Loads:
         F0[i], B[i] = drive_terms(model.drive.K[i], model.drive.D[i], dt, state.p_w[i], state.R_wb[i],
                                   state.V[i], inp.p_set_w[i], inp.R_set_w[i], inp.v_set_w[i], inp.w_set_w[i],
                                   inp.f_ext[i])
+        F0[i, :3] += model.bodies[i].mass * model.gravity   # gravity: a constant force at the COM
         pull[i] = F0[i] - B[i] @ state.V[i]          # the drive's pull now
     grasp = None
     if held >= 0:
@@ -125,8 +126,9 @@ def loads(model: Model, state: State, inp: Inputs, dt: float) -> Loads:
         G = _grasp_map(state.R_wb[held], sys.grasp_p)
         e_dot = J @ state.qd - G @ state.V[held]
         F0[held] = inp.f_ext[held]
+        F0[held, :3] += model.bodies[held].mass * model.gravity
         # as a drive's F0 - B V_k: the spring plus the midpoint damping K T / 2 + D
-        pull[held] = G.T @ (sys.K_c * e + (sys.K_c * dt / 2 + sys.D_c) * e_dot) + inp.f_ext[held]
+        pull[held] = G.T @ (sys.K_c * e + (sys.K_c * dt / 2 + sys.D_c) * e_dot) + F0[held]
         grasp = (J, e, G, e_dot)
     return Loads(F0, B, pull, grasp)
 

@@ -187,3 +187,40 @@ def plate_inside(plate: PinPlate, p: np.ndarray) -> np.ndarray:
         dist = np.sqrt(q[:, 0] ** 2 + q[:, 1] ** 2 + (q[:, 2] - zc) ** 2)
         inside |= (dist <= plate.radius) & (q[:, 2] <= 0.0)
     return inside
+
+
+class BlockSDF:
+    """The hole block's signed distance (block frame): max(box, -holes).  Exact inside the
+    material (the depth of a penetrating point); outside it is a lower bound near the rims
+    and edges (the pin detector's rim case measures those exactly)."""
+
+    def __init__(self, block: HoleBlock):
+        self.block = block
+        a, b, c = block.box
+        self.bounds = (0.5 * math.hypot(a, b), -c, 0.0)
+
+    def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        blk = self.block
+        a, b, c = blk.box
+        centre = np.array([0.0, 0.0, -0.5 * c])
+        half = np.array([0.5 * a, 0.5 * b, 0.5 * c])
+        q = np.abs(p - centre) - half
+        out = np.linalg.norm(np.maximum(q, 0.0), axis=1)
+        d_box = out + np.minimum(q.max(axis=1), 0.0)
+        g_box = np.zeros_like(p)
+        k = np.argmax(q, axis=1)
+        g_box[np.arange(len(p)), k] = np.sign((p - centre)[np.arange(len(p)), k])
+        d_hole = np.full(len(p), np.inf)
+        g_hole = np.zeros_like(p)
+        for x, y in blk.holes_xy:
+            v = p - np.array([x, y, 0.0])
+            v[:, 2] -= np.maximum(v[:, 2], -blk.depth)          # from the nearest point of the axis ray
+            dist = np.linalg.norm(v, axis=1)
+            dh = dist - blk.radius
+            closer = dh < d_hole
+            d_hole[closer] = dh[closer]
+            g_hole[closer] = v[closer] / np.maximum(dist[closer], 1e-300)[:, None]
+        holes_win = -d_hole > d_box
+        d = np.where(holes_win, -d_hole, d_box)
+        g = np.where(holes_win[:, None], -g_hole, g_box)
+        return d, g

@@ -77,19 +77,27 @@ class Scenario:
     waypoints_rot: np.ndarray      # (W,3) rad: yaw about z, tilt about x, tilt about y
     static_dims: dict              # the static part's dimensions (profiles.*Spec.dimensions)
     moving_dims: dict              # the moving part's
+    seat_tolerance: float = 5e-4   # m, docking: a pin's tip this close to its hole's bottom is seated
 
 
 def record(cfg: dict) -> Scenario:
     """The scenario record of a validated config."""
     wps = cfg["waypoints"]
-    static = profiles.all_parts()[cfg["parts"]["static"]]
-    moving = profiles.all_parts()[cfg["parts"]["moving"]]
+    rot = np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps])
+    pos = np.array([w["position"] for w in wps])
+    if cfg["scenario"]["task"] == "docking":         # positions are the plate's lower-face centre
+        from sim_core.scenarios import docking
+        com = docking.com_part(cfg)
+        pos = pos + np.array([set_rotation(*q) @ com for q in rot])
+        static_dims, moving_dims = docking.dims(*docking.parts(cfg, "<config>"))
+    else:
+        static_dims = profiles.all_parts()[cfg["parts"]["static"]].dimensions()
+        moving_dims = profiles.all_parts()[cfg["parts"]["moving"]].dimensions()
     return Scenario(name=cfg["scenario"]["name"], task=cfg["scenario"]["task"],
                     duration=float(cfg["scenario"]["duration"]),
-                    waypoints_t=np.array([w["t"] for w in wps]),
-                    waypoints_p=np.array([w["position"] for w in wps]),
-                    waypoints_rot=np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps]),
-                    static_dims=static.dimensions(), moving_dims=moving.dimensions())
+                    waypoints_t=np.array([w["t"] for w in wps]), waypoints_p=pos, waypoints_rot=rot,
+                    static_dims=static_dims, moving_dims=moving_dims,
+                    seat_tolerance=float(cfg["docking"]["seat_tolerance"]))
 
 
 def contact_params(c: dict) -> ContactParams:
@@ -105,6 +113,9 @@ def contact_params(c: dict) -> ContactParams:
 
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     """The world (Model) and its start State of a validated scenario config."""
+    if cfg["scenario"]["task"] == "docking":
+        from sim_core.scenarios import docking
+        return docking.build(cfg, src)
     static = _part(cfg["parts"]["static"], src, "parts.static", STATIC_KINDS)
     moving = _part(cfg["parts"]["moving"], src, "parts.moving", MOVING_KINDS)
     task = cfg["scenario"]["task"]
@@ -273,6 +284,11 @@ def true_penetration(model: Model, state: State) -> float:
     deepest = 0.0
     for pair in model.pairs:
         body, shape = model.bodies[pair.body], model.shapes[pair.shape]
+        if pair.detector != "nodes_sdf":     # an analytic detector's gaps are exact already
+            from sim_core.collision.detectors import DETECTORS
+            d = DETECTORS[pair.detector](body, shape, model.contact, state.body(pair.body), 0.0).d_all
+            deepest = max(deepest, float(-d.min(initial=0.0)))
+            continue
         _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.broadphase_margin)
         if len(x_s):
             deepest = max(deepest, float(-shape.sdf_exact.query(x_s)[0].min()))
@@ -380,7 +396,12 @@ def task_figures(res: RunResult) -> dict:
     """The task figure of a run (peg: insertion depth; bolting: advance per engaged turn),
     with its target: ``task_target`` (text) and ``task_target_met`` (bool).  The batch and
     the session summaries both take it from here."""
-    if res.scen.task == "peg_in_hole":
+    if res.scen.task == "docking":
+        from sim_core.scenarios import docking
+        out = docking.figures(res, res.scen.seat_tolerance)
+        out["task_target"] = "every pin seated"
+        out["task_target_met"] = out["seated"]
+    elif res.scen.task == "peg_in_hole":
         out = _peg_figures(res)
         out["task_target"] = f">= {MIN_INSERTION * 1e3:g} mm"
         out["task_target_met"] = out["insertion_depth_m"] >= MIN_INSERTION
@@ -396,6 +417,10 @@ def task_figures(res: RunResult) -> dict:
 def task_line(fig: dict) -> str:
     """The task figure set against its target, one summary line (figures of ``task_figures``)."""
     verdict = f"target {fig['task_target']}: {'met' if fig['task_target_met'] else 'NOT met'}"
+    if "seated" in fig:
+        return (f"docking             {'seated' if fig['seated'] else 'not seated'}: {fig['pins']} pins, "
+                f"{fig['lateral_offset_m'] * 1e3:.3f} mm off the axis, tilt {fig['tilt_deg']:.3f} deg, "
+                f"{fig['height_to_seat_m'] * 1e3:.3f} mm to go ({verdict})")
     if "insertion_depth_m" in fig:
         return f"insertion depth     {fig['insertion_depth_m'] * 1e3:.2f} mm ({verdict})"
     if fig["advance_per_rev_m"] is None:

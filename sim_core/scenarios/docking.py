@@ -1,0 +1,166 @@
+"""Docking (seed 004): a plate with N centering pins docks into a block with N capsule holes.
+
+The plate (``geometry.docking.PinPlate``) is the moving body, held by the Panda through its
+grasp (or by the spring-damper drive); the block (``HoleBlock``) is fixed, its top face at
+world z = 0, centred on the world's z axis.  Contact is seed 004's analytic manifold (the
+detector ``pins``), solved by the project's block SOR (or PGS) with maximum dissipation, PMI
+integration, admittance control.  Gravity is off by default (a space servicer), ``[docking]
+gravity = "on"`` adds 9.81 m/s^2 along world -z (the arm itself ignores gravity, as in seed
+000).
+
+Positions in ``[start]`` and ``[[waypoints]]`` are the plate's **lower-face centre** (where
+the pins stand), not its centre of mass: a user places pins, not a COM; the record converts
+them to the COM set points the rest of the project uses (p_com = p + R com_part).
+
+The task figure: seated or not (every pin's tip within ``seat_tolerance`` of its hole's
+bottom and within the clearance of its axis), the final lateral offset and tilt of the
+plate, the height still to go.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim_core import config as config_mod
+from sim_core.geometry.docking import (
+    BlockSDF,
+    HoleBlock,
+    PinPlate,
+    block_mass_properties,
+    check_layout,
+    plate_mass_properties,
+)
+from sim_core.types import ContactPair, Drive, Model, RigidBody, State, StaticShape
+
+GRAVITY = 9.81                      # m/s^2, when [docking] gravity = "on"
+
+
+def layout(d: dict, src: str) -> np.ndarray:
+    """(N,2) m pin (and hole) positions of a validated [docking] table, centred on the origin."""
+    n, s = d["pins"], d["spacing"]
+    if d["layout"] == "grid":
+        rows, cols = d["grid"]
+        if rows != int(rows) or cols != int(cols):
+            raise config_mod.ConfigError(f"{src}: docking.grid: rows and columns must be whole numbers, "
+                                         f"got {d['grid']}")
+        rows, cols = int(rows), int(cols)
+        if n > rows * cols:
+            raise config_mod.ConfigError(f"{src}: docking.pins: {n} pins, but the {rows} x {cols} grid "
+                                         f"(docking.grid) has {rows * cols} positions")
+        pos = [((c - (cols - 1) / 2) * s, ((rows - 1) / 2 - r) * s) for r in range(rows) for c in range(cols)]
+        return np.array(pos[:n], dtype=np.float64)
+    if n == 1:
+        return np.zeros((1, 2))
+    R = s / (2.0 * math.sin(math.pi / n))
+    a = 2.0 * math.pi * np.arange(n) / n
+    return np.stack([R * np.cos(a), R * np.sin(a)], 1)
+
+
+def parts(cfg: dict, src: str) -> tuple[PinPlate, HoleBlock]:
+    """The plate and the block of a validated docking config (one-line errors naming the key)."""
+    d = cfg["docking"]
+    rho, r = 0.5 * d["pin_diameter"], 0.5 * d["hole_diameter"]
+    if rho > r:
+        raise config_mod.ConfigError(f"{src}: docking.pin_diameter: {d['pin_diameter']:g} m is wider than "
+                                     f"docking.hole_diameter {d['hole_diameter']:g} m (zero clearance is allowed)")
+    if d["block_height"] < d["hole_depth"] + r:
+        raise config_mod.ConfigError(f"{src}: docking.block_height: {d['block_height']:g} m is less than "
+                                     f"hole_depth + hole radius = {d['hole_depth'] + r:g} m")
+    xy = layout(d, src)
+    span = np.ptp(xy, axis=0) + 2.0 * d["border"]
+    plate = PinPlate(xy, rho, d["pin_length"], (float(span[0]), float(span[1]), d["plate_thickness"]))
+    block = HoleBlock(xy.copy(), r, d["hole_depth"], (float(span[0]), float(span[1]), d["block_height"]))
+    try:
+        check_layout(block, plate)
+    except ValueError as e:
+        key = "docking.border" if "edge" in str(e) else "docking.spacing"
+        raise config_mod.ConfigError(f"{src}: {key}: {e}") from None
+    return plate, block
+
+
+def dims(plate: PinPlate, block: HoleBlock) -> tuple[dict, dict]:
+    """(static, moving) dimensions for the scenario record (m)."""
+    return ({"hole_radius": block.radius, "hole_depth": block.depth, "box": block.box, "holes": len(block.holes_xy)},
+            {"pin_radius": plate.radius, "pin_length": plate.length, "plate": plate.plate,
+             "pins": len(plate.pins_xy)})
+
+
+def com_part(cfg: dict, src: str = "<config>") -> np.ndarray:
+    plate, _ = parts(cfg, src)
+    return plate_mass_properties(plate, cfg["parts"]["density"])[1]
+
+
+def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
+    """The docking world and its start State (through the arm's IK when it holds the plate)."""
+    from sim_core import step as step_mod
+    from sim_core.scenarios import scenario
+    c = cfg["contact"]
+    if c["clustering"] != "none":
+        raise config_mod.ConfigError(f"{src}: contact.clustering: docking contacts are already a manifold "
+                                     f"(at most 6 a pin): use \"none\", got {c['clustering']!r}")
+    if c["detector"] != "exact":
+        raise config_mod.ConfigError(f"{src}: contact.detector: docking detects analytically (seed 004): "
+                                     f"use \"exact\", got {c['detector']!r}")
+    plate, block = parts(cfg, src)
+    mass, com, J = plate_mass_properties(plate, cfg["parts"]["density"])
+    seg = plate.segments - com
+    from sim_core.collision.pins import KEYS_PER_PIN
+    keys = np.zeros(KEYS_PER_PIN, np.int64)
+    keys[[1, 5]] = 1                                                 # the base's cases; the rest: the tip's
+    nodes = np.ascontiguousarray(seg[:, keys, :].reshape(-1, 3))   # row = contact key (warm start)
+    radius = float(np.linalg.norm(seg.reshape(-1, 3), axis=1).max()) + plate.radius
+    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
+                     node_radius=radius, pins=plate, pin_segments_b=np.ascontiguousarray(seg))
+    sdf = BlockSDF(block)
+    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=sdf, bounds_s=sdf.bounds, block=block)
+    dr = cfg["drive"]
+    K = np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]])
+    D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
+    g = np.array([0.0, 0.0, -GRAVITY]) if cfg["docking"]["gravity"] == "on" else np.zeros(3)
+    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "pins"),),
+                  contact=scenario.contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
+                  gravity=g)
+    if cfg["arm"]["robot"] == "panda":
+        from dataclasses import replace
+        model = replace(model, arm=scenario.arm_system(cfg, K, D, body=0))
+    st = cfg["start"]
+    R = scenario.set_rotation(math.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
+    state = State(0.0, np.array(st["position"], dtype=np.float64) + R @ com, R, np.zeros(6))
+    return model, step_mod.start(model, state)
+
+
+def figures(res, seat_tolerance: float) -> dict:
+    """Seated or not, final lateral offset and tilt, the height still to go (m, deg)."""
+    body, shape = res.model.bodies[0], res.model.shapes[0]
+    plate, block = body.pins, shape.block
+    st = res.final
+    R, p = st.R_wb[0], st.p_w[0]
+    R_sw = shape.R_ws.T
+    tips = (R_sw @ (R @ body.pin_segments_b[:, 0, :].T + (p - shape.p_ws)[:, None])).T     # (N,3) block frame
+    bottom = -block.depth - (block.radius - plate.radius)          # the lowest a tip's centre can go
+    lateral = np.linalg.norm(tips[:, :2] - block.holes_xy, axis=1)
+    to_go = float((tips[:, 2] - bottom).max())
+    origin = R_sw @ (p - R @ body.com_part - shape.p_ws)          # the plate's lower-face centre
+    tilt = math.degrees(math.acos(max(-1.0, min(1.0, float((R_sw @ R)[2, 2])))))
+    seated = bool(to_go <= seat_tolerance and np.all(lateral <= block.radius - plate.radius + seat_tolerance))
+    return {"seated": seated, "height_to_seat_m": to_go, "lateral_offset_m": float(np.hypot(*origin[:2])),
+            "tilt_deg": tilt, "pins": int(len(plate.pins_xy)),
+            "clearance_m": float(block.radius - plate.radius)}
+
+
+def with_pins(cfg: dict, n: int) -> dict:
+    """A copy of a docking config with n pins (the grid grown to hold them)."""
+    import copy
+    out = copy.deepcopy(cfg)
+    out["docking"]["pins"] = int(n)
+    if out["docking"]["layout"] == "grid":
+        cols = math.ceil(math.sqrt(n))
+        out["docking"]["grid"] = (float(math.ceil(n / cols)), float(cols))
+    return out
+
+
+def block_mass(cfg: dict, density: float, src: str = "<config>") -> tuple[float, np.ndarray, np.ndarray]:
+    """The block's mass properties (seed 004 eqs. (1)-(10)) at `density` (reported, not simulated:
+    the block is fixed)."""
+    return block_mass_properties(parts(cfg, src)[1], density)
