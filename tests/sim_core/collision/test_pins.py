@@ -172,3 +172,24 @@ def test_a_centred_pin_is_free_and_a_seated_zero_clearance_pin_touches_only_at_t
     bottom = np.flatnonzero(key == 0)
     assert len(bottom) == 1 and d[bottom[0]] == pytest.approx(-1e-4, abs=1e-12)
     assert np.allclose(n[bottom[0]], [0.0, 0.0, 1.0], atol=1e-12)
+
+
+def test_supporting_planes_bound_the_exact_wall_contact_from_outside(cases):
+    """Each supporting plane of the tip's capsule is an outer bound: its gap is never below the
+    exact wall gap of the tip (n_k . v <= |v|), and the nearest one is within the polytope's
+    looseness (cos 22.5 deg below the horizon) of it."""
+    from sim_core.collision.pins import N_EXACT, SUPPORT_DIRS
+    seen = 0
+    for (_, _, rho, *_), (_, _, d, key) in cases:
+        sup = np.flatnonzero((key >= N_EXACT) & (key < N_EXACT + len(SUPPORT_DIRS)))
+        exact = np.flatnonzero(key == 0)
+        if len(sup) == 0 or len(exact) == 0:
+            continue
+        c = R_HOLE - rho
+        delta = c - d[exact[0]]                       # |v|: the tip centre's offset from the axis ray
+        assert np.all(d[sup] >= d[exact[0]] - 1e-12)
+        # n_k . v >= |v| cos 22.5 deg for the nearest direction, when it is reported
+        if d[sup].min() < BAND - 2 * delta:
+            assert c - d[sup].min() >= delta * math.cos(math.radians(22.5)) - 1e-12
+        seen += 1
+    assert seen > 300, seen
