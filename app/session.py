@@ -185,6 +185,9 @@ def scripted_start(scen, R0: np.ndarray, p_script: np.ndarray) -> np.ndarray:
     against the coupling's 2 N m/rad (compliance centre at the COM, 40 mm above the tip) to
     a 10 deg jam at 1.6 mm depth.  The local contact model was exact there; the start was off.
     """
+    if "lowest_part" in scen.moving_dims:              # docking: the pins' tips (the block's top is z = 0)
+        off = np.asarray(scen.moving_dims["com_part"]) - np.asarray(scen.moving_dims["lowest_part"])
+        return np.asarray(p_script, dtype=np.float64) + np.asarray(R0) @ off
     top = scen.static_dims.get("length", 0.0)          # bolt end; the hole's top is z = 0
     half = 0.5 * scen.moving_dims.get("height", scen.moving_dims.get("length", 0.0))
     # for an upright part (bolting) this is bit for bit point + (0, 0, top + half)
@@ -382,18 +385,14 @@ def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
         per = np.array(ph["periods"]) * 1e3
         lines.append(f"physics loop        {ph['steps']} steps, {1e3 / per.mean():.1f} Hz, missed deadline in "
                      f"{100.0 * ph['misses'] / ph['steps']:.2f} % of steps")
-    lines.append(f"device port energy  {res.energy:.4f} J received (passive: >= 0)")
+    verdict = ("net from the hand: passive" if res.energy >= 0.0 else
+               "the hand got net energy back, at most one tick's work at the limits (haptics.coupling)")
+    lines.append(f"device port energy  {res.energy:.4f} J ({verdict})")
     fg = res.figures
     if fg:
         lines.append(f"penetration         max {fg['max_penetration_m'] * 1e6:.1f} um (the part, by its detector)")
-        if fg.get("advance_per_rev_m"):
-            lines.append(f"engaged advance     {fg['advance_per_rev_m'] * 1e3:.4f} mm/rev over "
-                         f"{fg['revolutions_measured']:.2f} rev (the thread's lead: {fg['target_m'] * 1e3:g} mm)")
-        elif fg["task"] == "bolting":
-            lines.append("engaged advance     not engaged")
-        if "insertion_depth_m" in fg:
-            lines.append(f"insertion depth     {fg['insertion_depth_m'] * 1e3:.2f} mm "
-                         f"(the bore: {fg['target_m'] * 1e3:g} mm deep)")
+        from sim_core.scenarios.scenario import task_line
+        lines.append(task_line(fg))             # the batch summary's line: figure and target
     if res.fault:
         lines.append(f"fault               {res.fault}")
     return lines

@@ -91,9 +91,11 @@ class SessionKeys:
         kb.yaw += math.remainder(_yaw(R0) - _yaw(R), 2.0 * math.pi)
 
 
-def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None):
+def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None,
+             com_part=None):
     """The frame of a physics snapshot and a proxy record; `arm` (``robot.arm.Arm``): draw it
-    at the configuration the physics has it in."""
+    at the configuration the physics has it in; `com_part` (3,) m: the moving part's centre
+    of mass in its mesh frame (the records hold the COM; the mesh is drawn from its origin)."""
     from app.view.window import Snapshot
     n = int(SNAPSHOT.get(sv, "n")[0])
     x = SNAPSHOT.get(sv, "x").reshape(MAX_CONTACTS, 3)[:n]
@@ -109,8 +111,11 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fp
     }
     if PROXY.get(pv, "realtime")[0] == 0.0:
         hud["note"] = "haptic loop without SCHED_FIFO (not permitted)"
-    p_part = SNAPSHOT.get(sv, "p").copy()
+    com = np.zeros(3) if com_part is None else np.asarray(com_part, dtype=np.float64)
     R_part = SNAPSHOT.get(sv, "R").reshape(3, 3).copy()
+    p_part = SNAPSHOT.get(sv, "p") - R_part @ com
+    R_ghost = PROXY.get(pv, "R").reshape(3, 3).copy()
+    p_ghost = PROXY.get(pv, "p") - R_ghost @ com
     solids = []
     nq = int(SNAPSHOT.get(sv, "nq")[0])
     if arm is not None and nq:
@@ -118,7 +123,7 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fp
         solids = arm_solids(arm, SNAPSHOT.get(sv, "q")[:nq].copy())
     return Snapshot(t=float(PROXY.get(pv, "t")[0]),
                     parts=[(static, np.zeros(3), np.eye(3), STATIC_RGBA), (moving, p_part, R_part, MOVING_RGBA)],
-                    ghost=(moving, PROXY.get(pv, "p").copy(), PROXY.get(pv, "R").reshape(3, 3).copy()),
+                    ghost=(moving, p_ghost, R_ghost),
                     contacts=x.copy(), forces=f.copy(), hud=hud, arm=solids)
 
 
@@ -134,11 +139,20 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         from sim_core.systems.arm.arm import Arm
         arm = Arm(gripper_joint=cfg["arm"]["gripper"] == "turning", base_p=np.array(cfg["arm"]["base_position"]))
     state = {"view": None, "last": None, "fps": 0.0, "keyboard": None}
+    meshes, com = {}, None
+    if cfg["scenario"]["task"] == "docking":   # generated parts: meshed from the [docking] geometry
+        from sim_core.geometry.docking_mesh import block_mesh, plate_mesh
+        from sim_core.scenarios import docking
+        plate, block = docking.parts(cfg, str(scenario_path(scenario_name)))
+        meshes = {static: block_mesh(block), moving: plate_mesh(plate)}
+        com = docking.com_part(cfg)
 
     def on_frame(sv, pv):
         from app.view.window import View
         if state["view"] is None:
             view = state["view"] = on_frame.view = View(width, height, visible=visible, direct=True)
+            for name, m in meshes.items():
+                view.add_mesh(name, m.vertices, m.faces)
             kb = state["keyboard"]
             keys = on_frame.keys = SessionKeys(kb)
             view.on_key = keys.on_key
@@ -156,7 +170,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         if view.close_requested or on_frame.keys.quit:
             view.close()
             return False
-        view.draw(snapshot(sv, pv, static, moving, state["fps"], arm))
+        view.draw(snapshot(sv, pv, static, moving, state["fps"], arm, com))
         return True
 
     def bind_keyboard(kb):

@@ -81,9 +81,11 @@ def parts(cfg: dict, src: str) -> tuple[PinPlate, HoleBlock]:
 
 def dims(plate: PinPlate, block: HoleBlock) -> tuple[dict, dict]:
     """(static, moving) dimensions for the scenario record (m)."""
+    com = plate_mass_properties(plate, 1.0)[1]          # uniform density: the COM does not depend on it
     return ({"hole_radius": block.radius, "hole_depth": block.depth, "box": block.box, "holes": len(block.holes_xy)},
             {"pin_radius": plate.radius, "pin_length": plate.length, "plate": plate.plate,
-             "pins": len(plate.pins_xy)})
+             "pins": len(plate.pins_xy), "com_part": [float(x) for x in com],
+             "lowest_part": [0.0, 0.0, -(plate.length + plate.radius)]})
 
 
 def com_part(cfg: dict, src: str = "<config>") -> np.ndarray:

@@ -488,3 +488,39 @@ def test_the_session_window_ends_the_session_on_escape(display):
         assert on_frame(sv, pv) is False
     finally:
         on_frame.close()
+
+
+def test_the_docking_session_draws_the_block_and_the_pin_plate(display):
+    """The docking session's frame (meshes generated from [docking]): with the plate 60 mm up,
+    a pin is drawn in the moving part's hue where the camera puts its middle (so the plate is
+    drawn from its mesh origin, not shifted by its COM), and the block's top face in the
+    static part's hue."""
+    from app.view.session import MOVING_RGBA, STATIC_RGBA, make_renderer
+    from sim_core import config
+    from sim_core.io.records import PROXY, SNAPSHOT
+    from sim_core.paths import scenario_path
+    from sim_core.scenarios import docking
+    cfg = config.load(scenario_path("docking"))
+    d = cfg["docking"]
+    com = docking.com_part(cfg)
+    on_frame = make_renderer("docking", W, H, visible=False)
+    origin = np.array([0.0, 0.0, 0.06])                   # the plate's lower-face centre, 60 mm up
+    p = origin + com
+    sv = SNAPSHOT.pack(p=p, R=np.eye(3).ravel())
+    pv = PROXY.pack(t=0.0, p=p, R=np.eye(3), V=np.zeros(6))
+    try:
+        assert on_frame(sv, pv) is True
+        view = on_frame.view
+        img = view.screenshot().astype(float)
+        # lit (and tinted by the proxy ghost), the colours keep their hue: the moving part
+        # orange (red well above blue), the static part blue-grey (blue at least red)
+        assert MOVING_RGBA[0] - MOVING_RGBA[2] > 0.5 and STATIC_RGBA[2] >= STATIC_RGBA[0]
+        s = d["spacing"] / 2
+        for x, y in ((s, -s), (-s, -s)):                   # the two pins nearest the camera
+            mid = origin + np.array([x, y, -0.5 * d["pin_length"]])
+            px = _patch(img, view.camera.project(mid), half=1).mean(axis=0)
+            assert px[0] - px[2] > 40, px
+        face = _patch(img, view.camera.project(np.array([0.0, -0.065, 0.0])), half=1).mean(axis=0)
+        assert np.abs(face - _bg(view)).max() > 30 and face[2] >= face[0] - 10, face
+    finally:
+        on_frame.close()
