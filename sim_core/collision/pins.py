@@ -21,7 +21,7 @@ points within r of the ray from P0 = (0, 0, -h) upward, cut by the top face z = 
   accuracy.  Here the distance from the segment point S(t) to the circle is closed form,
   g(t)^2 = (|S_xy(t)| - r)^2 + S_z(t)^2, so the search is over t in [0, 1]: g's derivative
   is sampled on ``RIM_INTERVALS`` intervals, each sign change (- to +) is a local minimum,
-  bisected to ``RIM_BISECTIONS`` halvings (|dt| < 2^-52: to rounding); the ends count when
+  refined by regula falsi (Illinois) to a bracket of ``RIM_T_TOL`` (to rounding); the ends count when
   g rises or falls out of them.  The two nearest local minima are kept (a pin lying across
   the hole touches the rim on both sides).  The rim point is r S_xy/|S_xy|, the gap
   g - rho, the normal (S - R)/|S - R|.  Caps and body are one case here (the segment's
@@ -58,8 +58,9 @@ import math
 import numpy as np
 from numba import njit
 
-RIM_INTERVALS = 64            # samples of the rim distance's derivative along the pin
-RIM_BISECTIONS = 60           # halvings of a bracket: |dt| < 2^-60 / 64 of the segment
+RIM_INTERVALS = 16            # samples of the rim distance's derivative along the pin
+RIM_BISECTIONS = 60           # at most this many steps refining a bracket
+RIM_T_TOL = 1e-15             # bracket width (of t in [0, 1]): 1e-15 of the pin, ~5e-17 m
 
 
 def _support_dirs() -> np.ndarray:
@@ -95,6 +96,38 @@ def _g2(t, Px, Py, Pz, Dx, Dy, Dz, r):
 
 
 @njit(cache=True)
+def _root(lo, hi, flo, fhi, Px, Py, Pz, Dx, Dy, Dz, r):
+    """The zero of g' in [lo, hi] (flo < 0 < fhi): the Illinois variant of regula falsi,
+    superlinear, kept in the bracket; ends when the bracket is below ``RIM_T_TOL`` or g'
+    vanishes (at most ``RIM_BISECTIONS`` steps)."""
+    side = 0
+    x = lo
+    for _ in range(RIM_BISECTIONS):
+        x = (lo * fhi - hi * flo) / (fhi - flo)
+        if not (lo < x < hi):
+            x = 0.5 * (lo + hi)
+        fx = _dg(x, Px, Py, Pz, Dx, Dy, Dz, r)
+        if fx != fx:                              # on the circle's axis (a kink, not a minimum)
+            x = 0.5 * (lo + hi)
+            fx = _dg(x, Px, Py, Pz, Dx, Dy, Dz, r)
+        if fx == 0.0:
+            return x
+        if fx < 0.0:
+            lo, flo = x, fx
+            if side == -1:
+                fhi *= 0.5
+            side = -1
+        else:
+            hi, fhi = x, fx
+            if side == 1:
+                flo *= 0.5
+            side = 1
+        if hi - lo <= RIM_T_TOL:
+            break
+    return x
+
+
+@njit(cache=True)
 def rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, out_t):
     """Local minima of the distance from S(t) = P + t D, t in [0, 1], to the circle
     |xy| = r, z = 0: writes up to two parameters into out_t (2,), nearest first; returns how many."""
@@ -107,18 +140,8 @@ def rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, out_t):
     for i in range(1, n + 1):
         t = i / n
         d = _dg(t, Px, Py, Pz, Dx, Dy, Dz, r)
-        if prev_d < 0.0 and d > 0.0:              # a minimum inside [prev_t, t]: bisect g'
-            lo, hi = prev_t, t
-            for _ in range(RIM_BISECTIONS):
-                mid = 0.5 * (lo + hi)
-                dm = _dg(mid, Px, Py, Pz, Dx, Dy, Dz, r)
-                if dm < 0.0:
-                    lo = mid
-                else:
-                    hi = mid
-                if hi - lo <= 1e-17:
-                    break
-            tm = 0.5 * (lo + hi)
+        if prev_d < 0.0 and d > 0.0:              # a minimum inside [prev_t, t]: g' = 0 there
+            tm = _root(prev_t, t, prev_d, d, Px, Py, Pz, Dx, Dy, Dz, r)
             gm = _g2(tm, Px, Py, Pz, Dx, Dy, Dz, r)
             if gm < best0:
                 best1, t1 = best0, t0
@@ -153,12 +176,22 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
     (unit, pushing the pin, world), d_out (m, negative: penetration), key_out; returns how
     many."""
     m = 0
-    R_sw = R_ws.T
     tt = np.empty(2)
+    # body -> block frame: M = R_ws^T R_wb, t = R_ws^T (p_w - p_ws); scalar arithmetic below
+    # (no temporaries per pin or per contact)
+    M = np.empty((3, 3))
+    t_ = np.empty(3)
+    for a in range(3):
+        t_[a] = R_ws[0, a] * (p_w[0] - p_ws[0]) + R_ws[1, a] * (p_w[1] - p_ws[1]) + R_ws[2, a] * (p_w[2] - p_ws[2])
+        for b in range(3):
+            M[a, b] = R_ws[0, a] * R_wb[0, b] + R_ws[1, a] * R_wb[1, b] + R_ws[2, a] * R_wb[2, b]
+    A = np.empty(3)
+    B = np.empty(3)
     for i in range(seg_b.shape[0]):
         # the pin's ends in the block frame
-        A = R_sw @ (R_wb @ seg_b[i, 0] + p_w - p_ws)
-        B = R_sw @ (R_wb @ seg_b[i, 1] + p_w - p_ws)
+        for a in range(3):
+            A[a] = M[a, 0] * seg_b[i, 0, 0] + M[a, 1] * seg_b[i, 0, 1] + M[a, 2] * seg_b[i, 0, 2] + t_[a]
+            B[a] = M[a, 0] * seg_b[i, 1, 0] + M[a, 1] * seg_b[i, 1, 1] + M[a, 2] * seg_b[i, 1, 2] + t_[a]
         # its nearest hole (by the tip)
         jbest, dbest = 0, math.inf
         for j in range(holes_xy.shape[0]):
@@ -168,8 +201,11 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
                 jbest, dbest = j, dd
         cx, cy = holes_xy[jbest, 0], holes_xy[jbest, 1]
         for e in range(2):
-            E = A if e == 0 else B
-            ex, ey, ez = E[0] - cx, E[1] - cy, E[2]
+            if e == 0:
+                E0, E1, ez = A[0], A[1], A[2]
+            else:
+                E0, E1, ez = B[0], B[1], B[2]
+            ex, ey = E0 - cx, E1 - cy
             # cap and body: the end against the hole's wall (eqs. (11)-(17))
             if ez < 0.0:
                 qz = max(ez, -h)
@@ -185,10 +221,10 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
                     m += 1
             # top face: the end over the face, outside the hole's circle
             rr = math.sqrt(ex * ex + ey * ey)
-            if rr >= r and ez > -rho and abs(E[0]) <= half_a and abs(E[1]) <= half_b:
+            if rr >= r and ez > -rho and abs(E0) <= half_a and abs(E1) <= half_b:
                 gap = ez - rho
                 if gap < band:
-                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = E[0], E[1], 0.0
+                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = E0, E1, 0.0
                     n_out[m, 0], n_out[m, 1], n_out[m, 2] = 0.0, 0.0, 1.0
                     d_out[m] = gap
                     key_out[m] = i * KEYS_PER_PIN + 4 + e
@@ -251,8 +287,9 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
                         m += 1
     # to world axes
     for c in range(m):
-        x = R_ws @ x_out[c] + p_ws
-        n = R_ws @ n_out[c]
-        x_out[c] = x
-        n_out[c] = n
+        x0, x1, x2 = x_out[c, 0], x_out[c, 1], x_out[c, 2]
+        n0, n1, n2 = n_out[c, 0], n_out[c, 1], n_out[c, 2]
+        for a in range(3):
+            x_out[c, a] = R_ws[a, 0] * x0 + R_ws[a, 1] * x1 + R_ws[a, 2] * x2 + p_ws[a]
+            n_out[c, a] = R_ws[a, 0] * n0 + R_ws[a, 1] * n1 + R_ws[a, 2] * n2
     return m
