@@ -26,9 +26,12 @@ points within r of the ray from P0 = (0, 0, -h) upward, cut by the top face z = 
   the hole touches the rim on both sides).  The rim point is r S_xy/|S_xy|, the gap
   g - rho, the normal (S - R)/|S - R|.  Caps and body are one case here (the segment's
   distance includes its ends).
-* **top face**: a pin end outside the hole's circle, within the block's top face and less
-  than rho below it: gap E_z - rho, normal +z, point under E.  (The lowest point of a
-  capsule above a plane is an end.)
+* **top face, edges and sides** (the seed's "surfaces of the box"): a pin end outside the
+  hole's circle and less than rho below the top face: over the face, gap E_z - rho, normal
+  +z, point under E (the lowest point of a capsule above a plane is an end); beyond the
+  face's rectangle, the end against the box's nearest edge or side point q (gap |E - q| -
+  rho, normal (E - q)/|E - q|).  A pin's *body* across the block's outer edge (both ends
+  beyond it) is not detected: docking never takes the pins there.
 
 **Supporting planes** (an addition to the seed).  With a clearance c = r - rho, the places
 the tip's centre may be form a capsule of radius c around the hole's axis ray, and the pin's
@@ -219,13 +222,23 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
                     d_out[m] = gap
                     key_out[m] = i * KEYS_PER_PIN + e
                     m += 1
-            # top face: the end over the face, outside the hole's circle
+            # the block's outside: an end over the top face (outside the hole's circle), or
+            # beyond the face's rectangle, against its edges and sides
             rr = math.sqrt(ex * ex + ey * ey)
-            if rr >= r and ez > -rho and abs(E0) <= half_a and abs(E1) <= half_b:
-                gap = ez - rho
+            if rr >= r and ez > -rho:
+                qx, qy, qz = min(max(E0, -half_a), half_a), min(max(E1, -half_b), half_b), min(ez, 0.0)
+                wx, wy, wz = E0 - qx, E1 - qy, ez - qz
+                dl = math.sqrt(wx * wx + wy * wy + wz * wz)
+                if dl > 1e-15 and (wx != 0.0 or wy != 0.0):       # beyond the rectangle: edge or side
+                    gap = dl - rho
+                    nx, ny, nz = wx / dl, wy / dl, wz / dl
+                else:                                             # over the face (or just under it)
+                    gap = ez - rho
+                    nx, ny, nz = 0.0, 0.0, 1.0
+                    qz = 0.0
                 if gap < band:
-                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = E0, E1, 0.0
-                    n_out[m, 0], n_out[m, 1], n_out[m, 2] = 0.0, 0.0, 1.0
+                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = qx, qy, qz
+                    n_out[m, 0], n_out[m, 1], n_out[m, 2] = nx, ny, nz
                     d_out[m] = gap
                     key_out[m] = i * KEYS_PER_PIN + 4 + e
                     m += 1

@@ -137,8 +137,8 @@ def test_rim_contacts_match_a_brute_force_search(cases):
     assert seen > 1000, seen
 
 
-def test_top_face_contacts(cases):
-    seen = 0
+def test_top_face_edge_and_side_contacts(cases):
+    seen = edge = 0
     for (A, B, rho, R_ws, p_ws, c_s), (x, n, d, key) in cases:
         centre = R_ws @ np.array([*c_s, 0.0]) + p_ws
         for e, E in ((0, A), (1, B)):
@@ -149,7 +149,15 @@ def test_top_face_contacts(cases):
             E_s = R_ws.T @ (E - p_ws)
             on_face = abs(E_s[0]) <= HALF[0] and abs(E_s[1]) <= HALF[1]
             if not on_face:
-                assert len(mine) == 0
+                # beyond the rectangle: against the nearest edge or side point of the box
+                q = np.array([np.clip(E_s[0], -HALF[0], HALF[0]), np.clip(E_s[1], -HALF[1], HALF[1]), min(E_s[2], 0.0)])
+                gap = np.linalg.norm(E_s - q) - rho
+                if radial >= R_HOLE and E_s[2] > -rho and gap < BAND - 1e-12:
+                    assert len(mine) == 1 and abs(d[mine[0]] - gap) <= CLOSED_FORM_TOL
+                    assert np.linalg.norm(x[mine[0]] - (R_ws @ q + p_ws)) <= CLOSED_FORM_TOL
+                    edge += 1
+                elif gap > BAND + 1e-12 or radial < R_HOLE or E_s[2] < -rho:
+                    assert len(mine) == 0
             elif radial >= R_HOLE and -rho < z < rho + BAND:
                 assert len(mine) == 1
                 assert abs(d[mine[0]] - (z - rho)) <= CLOSED_FORM_TOL
@@ -158,7 +166,7 @@ def test_top_face_contacts(cases):
                 seen += 1
             elif radial < R_HOLE or z > rho + BAND or z < -rho:
                 assert len(mine) == 0
-    assert seen > 300, seen
+    assert seen > 300 and edge > 10, (seen, edge)
 
 
 def test_a_centred_pin_is_free_and_a_seated_zero_clearance_pin_touches_only_at_the_bottom():
