@@ -238,14 +238,27 @@ def cmd_data_reference(a) -> int:
     else:
         jobs = [(t, None, f"{t}_reference.mcap") for t in (["peg_in_hole", "bolting"] if a.task == "all" else [a.task])]
     out = Path(a.out)
-    for task, pair, name in jobs:
-        label = task if pair is None else f"{task} {pair[0]}"
-        bar = None if a.quiet else Progress(a.steps, f"reference {label}")
-        s = reference_data.generate(task, out / name, a.steps, seed=a.seed, progress=bar, parts=pair)
-        if bar:
-            bar(a.steps)
-        print(f"{label:12s} {s['samples']} samples in {s['episodes']} episodes, {s['seconds']:.0f} s -> {s['file']}")
+    with _ray_session(a):                   # one cluster for all the tasks (none without --ray)
+        for task, pair, name in jobs:
+            label = task if pair is None else f"{task} {pair[0]}"
+            bar = None if a.quiet else Progress(a.steps, f"reference {label}")
+            s = reference_data.generate(task, out / name, a.steps, seed=a.seed, progress=bar, parts=pair,
+                                        workers=a.workers, ray=a.ray)
+            if bar:
+                bar(a.steps)
+            print(f"{label:12s} {s['samples']} samples in {s['episodes']} episodes, {s['seconds']:.0f} s "
+                  f"-> {s['file']}")
     return 0
+
+
+def _ray_session(a):
+    """The Ray cluster of --ray for the whole command (joined before any work, so that a
+    wrong address costs nothing), or nothing."""
+    import contextlib
+    if not a.ray:
+        return contextlib.nullcontext()
+    from sim_core.learning import ray_cluster
+    return ray_cluster.session(a.ray, a.workers)
 
 
 def cmd_train_clustering(a) -> int:
@@ -263,7 +276,8 @@ def cmd_train_clustering(a) -> int:
                                             replay_dt=a.replay_dt, detector=a.detector,
                                             penetration=a.penetration, init=a.init, rollouts=a.rollouts,
                                             rollout_weight=a.rollout_weight, rollout_seconds=a.rollout_seconds)
-    rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
+    with _ray_session(a):
+        rep = train_clustering.train(data, out, s, resume=a.resume, progress=not a.quiet)
     print(f"{a.task}: weights of generation {rep['best_generation']} of {rep['generations']} (population "
           f"{rep['popsize']}), delta {rep['delta_m'] * 1e6:g} um: validation loss {rep['validation_loss_N']:.3f} N "
           f"(start {rep['start_validation_loss_N']:.3f} N)"
@@ -335,6 +349,11 @@ def cmd_log_info(a) -> int:
     return 0
 
 
+RAY_HELP = ("{what} on a Ray cluster instead of local processes (pip install -e \".[scale]\"): 'auto' "
+            "joins the running cluster or starts a local one for the command; or HOST:PORT, ray://HOST:PORT. "
+            "Same seed, same result")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tightsim", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"tightsim {_version()}")
@@ -392,7 +411,7 @@ def parser() -> argparse.ArgumentParser:
     tl.add_argument("--batch", type=int, default=256, help="samples per loss evaluation")
     tl.add_argument("--seed", type=int, default=0)
     tl.add_argument("--workers", type=int, default=0, help="local processes (default: one per CPU)")
-    tl.add_argument("--ray", metavar="ADDRESS", help="evaluate the population on a Ray cluster")
+    tl.add_argument("--ray", metavar="ADDRESS", help=RAY_HELP.format(what="evaluate the population"))
     tl.add_argument("--resume", action="store_true", help="continue from OUT.cmaes")
     tl.add_argument("--replay-dt", type=float, default=0.0, metavar="S",
                     help="step of the replay (default: the scenario's, 0.01 s, against 1 ms data)")
@@ -419,6 +438,9 @@ def parser() -> argparse.ArgumentParser:
     dr.add_argument("--steps", type=_positive_int, default=100_000, help="samples per task (default 100000)")
     dr.add_argument("--seed", type=int, default=0)
     dr.add_argument("--out", default="data", metavar="DIR", help="output folder (default: data/)")
+    dr.add_argument("--workers", type=int, default=0,
+                    help="local processes running the episodes (default: one per CPU; 1: this process)")
+    dr.add_argument("--ray", metavar="ADDRESS", help=RAY_HELP.format(what="run the episodes"))
     dr.add_argument("--quiet", action="store_true", help="no progress bar")
     dr.set_defaults(fn=cmd_data_reference)
     rp = sub.add_parser("replay", help="re-run the physics from a log's inputs")

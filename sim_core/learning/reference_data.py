@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time
 from pathlib import Path
 
@@ -124,39 +125,82 @@ def episode_config(task: str, seed: int, episode: int, parts: tuple[str, str] | 
     return cfg
 
 
-def generate(task: str, out, steps: int, seed: int = 0, progress=None, parts: tuple[str, str] | None = None) -> dict:
+def plan(task: str, seed: int, steps: int, parts: tuple[str, str] | None = None) -> list[tuple[int, int]]:
+    """(episode, samples) of the episodes that make `steps` samples, in order: each runs its
+    motion's duration, the last is cut at the total.  Known before any of them runs (the
+    motions are seeded by (seed, episode) alone), so they can run in parallel."""
+    out, n = [], 0
+    while n < steps:
+        cfg = episode_config(task, seed, len(out), parts)
+        k = min(int(round(cfg["scenario"]["duration"] / DT)), steps - n)
+        out.append((len(out), k))
+        n += k
+    return out
+
+
+def episode(task: str, seed: int, number: int, steps: int, parts: tuple[str, str] | None = None,
+            progress=None) -> np.ndarray:
+    """The first `steps` samples of episode `number`, (steps, 26) float64 rows: t (s), p_w [3],
+    q_wb [4], v_w [3], w_b [3], f_ext [6] (the drive's wrench over the step), wrench [6] (the
+    contact wrench), as ``WrenchWriter.sample`` takes them.  A pure function of its
+    arguments: any process, local or on a Ray node, computes the same rows.  `progress(k)`
+    is called every 200 samples."""
+    cfg = episode_config(task, seed, number, parts)
+    model, state = scenario.build(cfg, f"{task} reference episode {number}")
+    scen = scenario.record(cfg)
+    rows = np.empty((steps, 26))
+    for k in range(steps):
+        inp = scenario.inputs_at(scen, state.t)
+        ld = dynamics.loads(model, state, inp, model.dt)
+        nxt, info = step_mod.step(model, state, inp)
+        f_drive = ld.F0[0] - ld.B[0] @ nxt.V[0]          # the drive's wrench over the step
+        rows[k] = np.concatenate([[state.t], state.p_w[0], matrix_to_quat(state.R_wb[0]), state.V[0, :3],
+                                  state.V[0, 3:], f_drive, info.contact_wrench[0]])
+        state = nxt
+        if progress is not None and (k + 1) % 200 == 0:
+            progress(k + 1)
+    return rows
+
+
+def _episode_job(job) -> np.ndarray:
+    return episode(*job)
+
+
+def generate(task: str, out, steps: int, seed: int = 0, progress=None, parts: tuple[str, str] | None = None,
+             workers: int = 1, ray: str | None = None) -> dict:
     """Write at least `steps` samples of reference data for `task` to `out` (.mcap);
-    returns a summary."""
+    returns a summary.  The episodes (``plan``) run in this process (`workers` 1), in
+    `workers` local processes (0: one per CPU), or on the Ray cluster at `ray`
+    (``ray_cluster``); the file is the same byte for byte."""
     out = Path(out)
     t0 = time.perf_counter()
-    n, episode = 0, 0
-    writer = None
-    try:
-        while n < steps:
-            cfg = episode_config(task, seed, episode, parts)
-            model, state = scenario.build(cfg, f"{task} reference episode {episode}")
-            scen = scenario.record(cfg)
-            if writer is None:
-                writer = WrenchWriter(out, task, cfg["parts"]["static"], cfg["parts"]["moving"], DT,
-                                      "reference simulation: every contact node, exact SDF, T = 1 ms, "
-                                      f"SOR tolerance {HIFI['sor_tolerance']} N",
-                                      seed=int(seed), generator="sim_core.reference_data")
-            for _ in range(int(round(cfg["scenario"]["duration"] / DT))):
-                inp = scenario.inputs_at(scen, state.t)
-                ld = dynamics.loads(model, state, inp, model.dt)
-                nxt, info = step_mod.step(model, state, inp)
-                f_drive = ld.F0[0] - ld.B[0] @ nxt.V[0]          # the drive's wrench over the step
-                writer.sample(episode, state.t, state.p_w[0], matrix_to_quat(state.R_wb[0]), state.V[0, :3],
-                              state.V[0, 3:], f_drive, info.contact_wrench[0])
-                state = nxt
-                n += 1
-                if progress is not None and n % 200 == 0:
-                    progress(min(n, steps))
-                if n >= steps:
-                    break
-            episode += 1
-    finally:
-        if writer is not None:
-            writer.close()
-    return {"task": task, "samples": n, "episodes": episode, "seconds": round(time.perf_counter() - t0, 1),
+    jobs = [(task, seed, e, k, parts) for e, k in plan(task, seed, steps, parts)]
+    cfg = episode_config(task, seed, 0, parts)
+    done = [0]
+    with WrenchWriter(out, task, cfg["parts"]["static"], cfg["parts"]["moving"], DT,
+                      "reference simulation: every contact node, exact SDF, T = 1 ms, "
+                      f"SOR tolerance {HIFI['sor_tolerance']} N",
+                      seed=int(seed), generator="sim_core.reference_data") as writer:
+
+        def write(k, rows):               # in episode order, whichever finished first
+            for r in rows:
+                writer.sample(jobs[k][2], r[0], r[1:4], r[4:8], r[8:11], r[11:14], r[14:20], r[20:26])
+            done[0] += len(rows)
+            if progress is not None:
+                progress(min(done[0], steps))
+        workers = min(workers or os.cpu_count() or 1, len(jobs))
+        if ray:
+            from sim_core.learning import ray_cluster
+            with ray_cluster.session(ray, workers) as r:
+                ray_cluster.ordered(r, episode, jobs, write)
+        elif workers > 1:                 # spawned: a fork after the exact SDF's OpenMP kernels is killed
+            import multiprocessing as mp
+            with mp.get_context("spawn").Pool(workers) as pool:
+                for k, rows in enumerate(pool.imap(_episode_job, jobs)):
+                    write(k, rows)
+        else:
+            for k, job in enumerate(jobs):
+                write(k, episode(*job, progress=None if progress is None
+                                 else lambda i, n0=done[0]: progress(min(n0 + i, steps))))
+    return {"task": task, "samples": done[0], "episodes": len(jobs), "seconds": round(time.perf_counter() - t0, 1),
             "file": str(out)}

@@ -223,7 +223,7 @@ def _full_loss(model, samples, theta, pen: float, rollouts: list, weight: float)
 
 # --- parallel evaluation -------------------------------------------------------------------------
 
-_W: dict = {}     # the model and cached samples, set before the worker processes fork
+_W: dict = {}     # a worker's model and cached samples (_set_worker)
 
 
 def _worker_loss(args) -> float:
@@ -350,7 +350,7 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
 def _evaluator(settings, model, samples, rollouts=()):
     """A function mapping [(theta, pick)] to losses (in the jobs' order), and what to close
     after (or None).  The model, the cached samples and the rollouts reach each worker once:
-    inherited by the forked local processes, or as one Ray object each actor is built from
+    handed to each local process as it starts, or as one Ray object each actor is built from
     (the cluster joined here unless the caller already is: ``ray_cluster.session``)."""
     pen, rw = settings.penetration, settings.rollout_weight
     if settings.ray:
@@ -373,17 +373,23 @@ def _evaluator(settings, model, samples, rollouts=()):
         return (lambda jobs: [_full_loss(model, [samples[i] for i in pk], th, pen, list(rollouts), rw)
                               for th, pk in jobs]), None
     import multiprocessing as mp
-    # inherited by the forked workers
-    _W.update(model=model, samples=samples, pen=pen, rollouts=list(rollouts), rollout_weight=rw)
-    pool = mp.get_context("fork").Pool(workers)
+    # spawned, not forked: the exact SDF's kernels run on GNU OpenMP (numba's threading layer
+    # without TBB), after which a forked child is killed at its first parallel kernel; each
+    # worker is handed the shared context once, as it starts
+    pool = mp.get_context("spawn").Pool(workers, _set_worker, ({"model": model, "samples": samples, "pen": pen,
+                                                               "rollouts": list(rollouts), "rollout_weight": rw},))
     return (lambda jobs: pool.map(_worker_loss, jobs)), pool
+
+
+def _set_worker(shared: dict) -> None:
+    _W.update(shared)
 
 
 class _LossActor:
     """A Ray worker: holds what ``_W`` holds in a local one (``shared``, received once)."""
 
     def __init__(self, shared: dict):
-        _W.update(shared)
+        _set_worker(shared)
 
     def loss(self, theta, pick) -> float:
         return _worker_loss((theta, pick))
