@@ -66,3 +66,19 @@ def test_keyboard_session_reads_the_main_process_input(tmp_path):
     assert log.messages("/session")[0][1]["device"] == "keyboard"
     dev = log.messages("/device")
     assert dev and all(m["p"] == dev[0][1]["p"] for _, m in dev)
+
+
+@pytest.mark.slow
+def test_a_scripted_docking_session_seats_the_plate_and_replays_bitwise(tmp_path):
+    """Docking in the real-time session (seed 004 contacts at 100 Hz, the haptic local model at
+    1 kHz, the Panda): the scripted hand goes down over the holes and the plate seats; the log
+    replays bit for bit."""
+    from app.session import summary_lines
+    path = tmp_path / "docking.mcap"
+    res = run_session("docking", "scripted:insert", 9.0, log_path=str(path))
+    assert res.fault is None
+    assert res.figures["seated"], res.figures
+    assert res.figures["max_penetration_m"] < 0.1e-3
+    assert "docking             seated" in "\n".join(summary_lines(res))
+    n, err_p, err_v = replay(read_log(path), verify=True)
+    assert n > 0 and err_p == 0.0 and err_v == 0.0
