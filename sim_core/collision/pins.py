@@ -30,8 +30,9 @@ points within r of the ray from P0 = (0, 0, -h) upward, cut by the top face z = 
   hole's circle and less than rho below the top face: over the face, gap E_z - rho, normal
   +z, point under E (the lowest point of a capsule above a plane is an end); beyond the
   face's rectangle, the end against the box's nearest edge or side point q (gap |E - q| -
-  rho, normal (E - q)/|E - q|).  A pin's *body* across the block's outer edge (both ends
-  beyond it) is not detected: docking never takes the pins there.
+  rho, normal (E - q)/|E - q|); a pin's *body* across one of the face's four outer edges,
+  by the segments' closest points (the edge counts where it is the block's nearest feature:
+  outside the face, above the side).
 
 **Supporting planes** (an addition to the seed).  With a clearance c = r - rho, the places
 the tip's centre may be form a capsule of radius c around the hole's axis ray, and the pin's
@@ -76,7 +77,8 @@ def _support_dirs() -> np.ndarray:
 SUPPORT_DIRS = _support_dirs()   # (21,3): 12 horizontal first, then the pole and 8 at 45 deg down
 N_RING = 12
 N_EXACT = 6                      # wall at A and B, two rim points, top face at A and B
-MAX_PER_PIN = N_EXACT + SUPPORT_DIRS.shape[0] + N_RING
+N_EDGES = 4                      # the top face's outer edges (a pin's body lying across one)
+MAX_PER_PIN = N_EXACT + SUPPORT_DIRS.shape[0] + N_RING + N_EDGES
 KEYS_PER_PIN = MAX_PER_PIN
 
 
@@ -128,6 +130,28 @@ def _root(lo, hi, flo, fhi, Px, Py, Pz, Dx, Dy, Dz, r):
         if hi - lo <= RIM_T_TOL:
             break
     return x
+
+
+@njit(cache=True)
+def segment_segment(Ax, Ay, Az, Dx, Dy, Dz, Ex, Ey, Ez, Fx, Fy, Fz):
+    """Closest points of the segments A + s D and E + u F (s, u in [0, 1]): (s, u), by the
+    clamped normal equations (Ericson, Real-Time Collision Detection, 5.1.9)."""
+    rx, ry, rz = Ax - Ex, Ay - Ey, Az - Ez
+    a = Dx * Dx + Dy * Dy + Dz * Dz
+    e = Fx * Fx + Fy * Fy + Fz * Fz
+    f = Fx * rx + Fy * ry + Fz * rz
+    c = Dx * rx + Dy * ry + Dz * rz
+    b = Dx * Fx + Dy * Fy + Dz * Fz
+    den = a * e - b * b
+    s = min(max((b * f - c * e) / den, 0.0), 1.0) if den > 1e-300 else 0.0
+    u = (b * s + f) / e
+    if u < 0.0:
+        u = 0.0
+        s = min(max(-c / a, 0.0), 1.0)
+    elif u > 1.0:
+        u = 1.0
+        s = min(max((b - c) / a, 0.0), 1.0)
+    return s, u
 
 
 @njit(cache=True)
@@ -225,11 +249,12 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
             # the block's outside: an end over the top face (outside the hole's circle), or
             # beyond the face's rectangle, against its edges and sides
             rr = math.sqrt(ex * ex + ey * ey)
-            if rr >= r and ez > -rho:
-                qx, qy, qz = min(max(E0, -half_a), half_a), min(max(E1, -half_b), half_b), min(ez, 0.0)
-                wx, wy, wz = E0 - qx, E1 - qy, ez - qz
+            qx, qy, qz = min(max(E0, -half_a), half_a), min(max(E1, -half_b), half_b), min(ez, 0.0)
+            wx, wy, wz = E0 - qx, E1 - qy, ez - qz
+            beyond = wx != 0.0 or wy != 0.0                       # outside the face's rectangle
+            if beyond or (rr >= r and ez > -rho):
                 dl = math.sqrt(wx * wx + wy * wy + wz * wz)
-                if dl > 1e-15 and (wx != 0.0 or wy != 0.0):       # beyond the rectangle: edge or side
+                if beyond:                                        # the box's edge or side
                     gap = dl - rho
                     nx, ny, nz = wx / dl, wy / dl, wz / dl
                 else:                                             # over the face (or just under it)
@@ -269,6 +294,33 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
             d_out[m] = gap
             key_out[m] = i * KEYS_PER_PIN + 2 + s
             m += 1
+        # the block's outer top edges against the pin's body (an end there is the case above)
+        for k in range(N_EDGES):
+            sx_ = -1.0 if k == 0 else 1.0
+            if k < 2:                                   # edges along y at x = -/+ half_a
+                Ex, Ey, Fx, Fy = sx_ * half_a, -half_b, 0.0, 2.0 * half_b
+            else:                                       # edges along x at y = -/+ half_b
+                Ex, Ey, Fx, Fy = -half_a, (-1.0 if k == 2 else 1.0) * half_b, 2.0 * half_a, 0.0
+            sp, up = segment_segment(A[0], A[1], A[2], B[0] - A[0], B[1] - A[1], B[2] - A[2],
+                                     Ex, Ey, 0.0, Fx, Fy, 0.0)
+            if not (0.0 < sp < 1.0):
+                continue
+            qx, qy = Ex + up * Fx, Ey + up * Fy
+            wx = A[0] + sp * (B[0] - A[0]) - qx
+            wy = A[1] + sp * (B[1] - A[1]) - qy
+            wz = A[2] + sp * (B[2] - A[2])
+            # the edge is the block's nearest feature only outside the face and above the side
+            out = (wx * (qx / half_a if k < 2 else 0.0) + wy * (qy / half_b if k >= 2 else 0.0)) > 0.0
+            if not (out and wz > 0.0):
+                continue
+            dl = math.sqrt(wx * wx + wy * wy + wz * wz)
+            gap = dl - rho
+            if gap < band and dl > 1e-15:
+                x_out[m, 0], x_out[m, 1], x_out[m, 2] = qx, qy, 0.0
+                n_out[m, 0], n_out[m, 1], n_out[m, 2] = wx / dl, wy / dl, wz / dl
+                d_out[m] = gap
+                key_out[m] = i * KEYS_PER_PIN + KEYS_PER_PIN - N_EDGES + k
+                m += 1
         # supporting planes of the tip centre's capsule and of the axis's crossing of the top face
         c_cl = r - rho
         ax, ay, az = A[0] - cx, A[1] - cy, A[2]
