@@ -201,3 +201,25 @@ def test_supporting_planes_bound_the_exact_wall_contact_from_outside(cases):
             assert c - d[sup].min() >= delta * math.cos(math.radians(22.5)) - 1e-12
         seen += 1
     assert seen > 300, seen
+
+
+def test_a_pin_drooping_across_the_blocks_outer_edge_touches_the_edge():
+    """A pin across the block's +x top edge, sloping down beyond it: its body is nearest the
+    edge (the face under its upper end is further), at the distance from the edge's line to the
+    pin's line in their common plane; the contact is on the edge, pushing the pin up and out."""
+    from sim_core.collision.pins import N_EDGES
+    rng = np.random.default_rng(2)
+    rho = 0.9 * R_HOLE
+    # in the x-z plane at y = 0.03 (clear of the hole at (0.01, -0.005)), crossing x = HALF[0]
+    A = np.array([HALF[0] - 0.01, 0.03, rho + 0.002])
+    B = np.array([HALF[0] + 0.03, 0.03, rho - 0.010])
+    u = (B - A)[[0, 2]] / np.linalg.norm((B - A)[[0, 2]])
+    rel = np.array([HALF[0], 0.0]) - A[[0, 2]]
+    dist = abs(rel[0] * u[1] - rel[1] * u[0])               # edge line (a point in x-z) to the pin's line
+    x, n, d, key = run(A, B, rho, np.eye(3), np.zeros(3), np.array([0.01, -0.005]), rng)
+    edge = np.flatnonzero(key >= KEYS_PER_PIN - N_EDGES)
+    assert len(edge) == 1
+    i = edge[0]
+    assert d[i] == pytest.approx(dist - rho, abs=1e-12)
+    assert np.allclose(x[i], [HALF[0], 0.03, 0.0], atol=1e-12)
+    assert n[i][0] > 0.0 and n[i][2] > 0.0 and abs(n[i][1]) < 1e-12
