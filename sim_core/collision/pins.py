@@ -162,13 +162,13 @@ def rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, out_t):
     t0, t1 = -1.0, -1.0
     n = RIM_INTERVALS
     prev_t, prev_d = 0.0, _dg(0.0, Px, Py, Pz, Dx, Dy, Dz, r)
-    if prev_d > 0.0:                              # rising out of t = 0: a minimum at the end
+    if prev_d >= 0.0:                             # rising out of t = 0 (or flat): a minimum at the end
         best0, t0 = _g2(0.0, Px, Py, Pz, Dx, Dy, Dz, r), 0.0
     for i in range(1, n + 1):
         t = i / n
         d = _dg(t, Px, Py, Pz, Dx, Dy, Dz, r)
-        if prev_d < 0.0 and d > 0.0:              # a minimum inside [prev_t, t]: g' = 0 there
-            tm = _root(prev_t, t, prev_d, d, Px, Py, Pz, Dx, Dy, Dz, r)
+        if prev_d < 0.0 and d >= 0.0:             # a minimum inside [prev_t, t]: g' = 0 there
+            tm = t if d == 0.0 else _root(prev_t, t, prev_d, d, Px, Py, Pz, Dx, Dy, Dz, r)
             gm = _g2(tm, Px, Py, Pz, Dx, Dy, Dz, r)
             if gm < best0:
                 best1, t1 = best0, t0

@@ -48,8 +48,8 @@ def layout(d: dict, src: str) -> np.ndarray:
         if n > rows * cols:
             raise config_mod.ConfigError(f"{src}: docking.pins: {n} pins, but the {rows} x {cols} grid "
                                          f"(docking.grid) has {rows * cols} positions")
-        pos = [((c - (cols - 1) / 2) * s, ((rows - 1) / 2 - r) * s) for r in range(rows) for c in range(cols)]
-        return np.array(pos[:n], dtype=np.float64)
+        pos = np.array([(c * s, -r * s) for r in range(rows) for c in range(cols)][:n], dtype=np.float64)
+        return pos - 0.5 * (pos.min(axis=0) + pos.max(axis=0))   # centred on the origin, used rows only
     if n == 1:
         return np.zeros((1, 2))
     R = s / (2.0 * math.sin(math.pi / n))
@@ -141,7 +141,9 @@ def figures(res, seat_tolerance: float) -> dict:
     R_sw = shape.R_ws.T
     tips = (R_sw @ (R @ body.pin_segments_b[:, 0, :].T + (p - shape.p_ws)[:, None])).T     # (N,3) block frame
     bottom = -block.depth - (block.radius - plate.radius)          # the lowest a tip's centre can go
-    lateral = np.linalg.norm(tips[:, :2] - block.holes_xy, axis=1)
+    # each tip against its nearest hole (as the detector takes it: a plate may seat turned)
+    near = np.linalg.norm(tips[:, None, :2] - block.holes_xy[None, :, :], axis=2).min(axis=1)
+    lateral = near
     to_go = float((tips[:, 2] - bottom).max())
     origin = R_sw @ (p - R @ body.com_part - shape.p_ws)          # the plate's lower-face centre
     tilt = math.degrees(math.acos(max(-1.0, min(1.0, float((R_sw @ R)[2, 2])))))

@@ -171,3 +171,33 @@ def test_without_the_controller_the_hand_can_get_energy(seed):
     is not trivially true."""
     out, _ = run_case(seed, controller=False)
     assert (out.delivered[:-1] - out.work_cap[1:]).max() > 0.0
+
+
+def test_a_bad_sample_turns_the_coupling_off_until_reset():
+    """A non-finite sample (or a zero quaternion) gives zero wrench and keeps the coupling off
+    until ``reset()``: a device sending garbage every other tick cannot make the observer
+    settle zero work against the gaps (before: 0.40 J to the hand against a 0.008 J bound)."""
+    cp = Coupling(CouplingGains(), DeviceLimits(), startup_ramp=0.0)
+    pr = Proxy(MASS, INERTIA, P0, np.eye(3))
+    q = np.array([1.0, 0.0, 0.0, 0.0])
+    for k in range(50):                                   # pressing 1 mm into the proxy's spring
+        f, F, B = cp.step(np.array([0.0, 0.0, -1e-3 * min(1.0, k / 10)]), q, np.zeros(3), np.zeros(3), pr,
+                          np.zeros(6), T)
+    assert np.linalg.norm(f[:3]) > 0.3                   # K (1 - c2) 1 mm = 0.4 N
+    for bad_p, bad_q in ((np.array([np.nan, 0.0, 0.0]), q), (np.zeros(3), np.zeros(4))):
+        f, F, B = cp.step(bad_p, bad_q, np.zeros(3), np.zeros(3), pr, np.zeros(6), T)
+        assert not f.any() and not F.any() and not B.any()
+        for x in (1e-3, -1e-3, 1e-3):                      # good samples again: still off
+            f, F, B = cp.step(np.array([x, 0.0, -1e-3]), q, np.zeros(3), np.zeros(3), pr, np.zeros(6), T)
+            assert not f.any() and not F.any()
+        cp.reset()
+        f, _, _ = cp.step(np.array([0.0, 0.0, -1e-3]), q, np.zeros(3), np.zeros(3), pr, np.zeros(6), T)
+        assert np.all(np.isfinite(f))
+
+
+def test_a_vanishing_velocity_with_a_deficit_is_no_division_by_zero():
+    from haptics.coupling import passivity_control
+    f = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    v = np.array([1e-170, 0.0, 0.0, 0.0, 0.0, 0.0])       # |v|^2 underflows, f.v does not
+    g, E, a_l, a_r, bounded = passivity_control(f, v, -1e-3, T, 20.0, 0.05)
+    assert np.all(np.isfinite(g)) and a_l == 0.0

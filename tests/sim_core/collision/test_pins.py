@@ -223,3 +223,16 @@ def test_a_pin_drooping_across_the_blocks_outer_edge_touches_the_edge():
     assert d[i] == pytest.approx(dist - rho, abs=1e-12)
     assert np.allclose(x[i], [HALF[0], 0.03, 0.0], atol=1e-12)
     assert n[i][0] > 0.0 and n[i][2] > 0.0 and abs(n[i][1]) < 1e-12
+
+
+def test_a_tip_exactly_on_the_top_face_keeps_its_rim_contact():
+    """g' exactly zero at a sample of the rim search (a vertical pin whose tip centre is at
+    z = 0 to the bit): the minimum there is still found (it was skipped: no contact at all
+    for a pin 2.9 mm deep in the rim)."""
+    rng = np.random.default_rng(3)
+    rho = 0.9 * R_HOLE
+    c_s = np.array([0.01, -0.005])
+    A = np.array([c_s[0] + R_HOLE - 0.003, c_s[1], 0.0])
+    x, n, d, key = run(A, A + np.array([0.0, 0.0, 0.04]), rho, np.eye(3), np.zeros(3), c_s, rng)
+    rim = np.flatnonzero((key == 2) | (key == 3))
+    assert len(rim) >= 1 and d[rim].min() == pytest.approx(0.003 - rho, abs=1e-12)

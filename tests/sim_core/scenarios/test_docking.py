@@ -107,3 +107,18 @@ def test_block_mass_properties_are_reported_by_eqs_1_to_10():
     a, b, c = 0.14, 0.14, 0.07
     assert m < 2700.0 * a * b * c and com[2] < -c / 2          # holes removed from the top: the COM sinks
     assert np.all(np.linalg.eigvalsh(J) > 0) and math.isfinite(J.sum())
+
+
+def test_a_plate_seated_a_quarter_turn_round_is_seated():
+    """Each tip is measured against its nearest hole (the 2 x 2 plate fits turned by 90 deg)."""
+    from sim_core.types import State
+    cfg = _cfg()
+    model, st = scenario.build(cfg)
+    body, blk = model.bodies[0], model.shapes[0].block
+    R = scenario.set_rotation(math.pi / 2, 0.0, 0.0)
+    bottom = -blk.depth - (blk.radius - body.pins.radius)
+    origin = np.array([0.0, 0.0, bottom + body.pins.length])         # tips at the holes' bottoms
+    final = State(0.0, origin + R @ body.com_part, R, np.zeros(6))
+    res = scenario.RunResult(model=model, scen=scenario.record(cfg), final=final)
+    fig = docking.figures(res, cfg["docking"]["seat_tolerance"])
+    assert fig["seated"] and fig["height_to_seat_m"] == pytest.approx(0.0, abs=1e-12)
