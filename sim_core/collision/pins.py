@@ -219,6 +219,8 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
         for a in range(3):
             A[a] = M[a, 0] * seg_b[i, 0, 0] + M[a, 1] * seg_b[i, 0, 1] + M[a, 2] * seg_b[i, 0, 2] + t_[a]
             B[a] = M[a, 0] * seg_b[i, 1, 0] + M[a, 1] * seg_b[i, 1, 1] + M[a, 2] * seg_b[i, 1, 2] + t_[a]
+        if A[2] > rho + band and B[2] > rho + band:
+            continue                              # above the top face by more than the reach: nothing
         # its nearest hole (by the tip)
         jbest, dbest = 0, math.inf
         for j in range(holes_xy.shape[0]):
@@ -294,8 +296,12 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
             d_out[m] = gap
             key_out[m] = i * KEYS_PER_PIN + 2 + s
             m += 1
-        # the block's outer top edges against the pin's body (an end there is the case above)
-        for k in range(N_EDGES):
+        # the block's outer top edges against the pin's body (an end there is the case above);
+        # none can be within reach when both ends are that far inside the face's rectangle
+        inner = rho + band
+        far_in = (abs(A[0]) < half_a - inner and abs(B[0]) < half_a - inner
+                  and abs(A[1]) < half_b - inner and abs(B[1]) < half_b - inner)
+        for k in range(0 if not far_in else N_EDGES, N_EDGES):
             sx_ = -1.0 if k == 0 else 1.0
             if k < 2:                                   # edges along y at x = -/+ half_a
                 Ex, Ey, Fx, Fy = sx_ * half_a, -half_b, 0.0, 2.0 * half_b
