@@ -5,12 +5,13 @@ Bindings (seed 000 Sec. V.F uses keys to turn the nut):
 =====================  =====================================================================
 mouse drag, left       moves the target in the horizontal plane: +x right, +y up the screen
                        (``metres_per_pixel``)
-mouse drag, right      moves the target along z (screen up = +z)
+mouse drag, right      moves the target along z (screen up = +z); the session window sends it
+                       only with the left button held too (a right drag alone orbits the camera)
 scroll                 moves the target along the bolt axis z (``metres_per_scroll`` per unit)
 'e' or 'right' held    turns clockwise seen from above (-z; tightens a right-hand thread)
 'q' or 'left' held     turns counter-clockwise (+z; loosens)
 'space' held           clutch: button bit 0
-'r' pressed            back to the start pose
+'r' pressed            back to the start pose (the session also returns the part: app.view.session)
 =====================  =====================================================================
 
 Key names are lower-case pyglet symbol names (``pyglet.window.key.symbol_string(sym).lower()``);

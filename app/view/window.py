@@ -110,8 +110,8 @@ def _load_gl() -> bool:
 
 def has_display() -> bool:
     """True when windows can be shown (an X display, or a non-Linux desktop)."""
-    if "app.view_gl" in sys.modules:
-        return not sys.modules["app.view_gl"].HEADLESS
+    if "app.view.gl" in sys.modules:
+        return not sys.modules["app.view.gl"].HEADLESS
     return not sys.platform.startswith("linux") or bool(os.environ.get("DISPLAY"))
 
 
