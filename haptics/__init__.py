@@ -13,3 +13,4 @@ call into the contact solver), ``coupling`` (workspace map, clutch, channels, ra
 limits, passivity observer/controller), ``batch`` (the same kernels looped in numba, for
 tests and benchmarks).
 """
+import sim_core  # noqa: E402,F401 - numba's kernel cache is set up before any kernel here

@@ -25,3 +25,13 @@ def _limit_blas() -> None:
 
 
 _limit_blas()
+
+
+def _kernel_cache() -> None:
+    """numba's kernels cached per source tree (``paths.use_numba_cache``: a changed callee in
+    another file is never served stale), set before any kernel is defined."""
+    from sim_core.paths import use_numba_cache
+    use_numba_cache()
+
+
+_kernel_cache()

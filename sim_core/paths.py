@@ -40,3 +40,55 @@ def scenario_path(name_or_path: str) -> Path:
     if p.suffix == ".toml" or p.exists():
         return p
     return config_dir() / f"{name_or_path}.toml"
+
+
+# --- numba's compiled-kernel cache ----------------------------------------------------------
+# numba's ``cache=True`` keys a function's cache on its own source file's timestamp: a callee
+# compiled into it from another file (``coupling_kernel`` inside ``haptics.batch._run``) can
+# change and the caller still loads the old machine code (it happened here: a test ran
+# yesterday's passivity controller).  So the cache lives in a folder named by a digest of
+# every source file of the packages: any edit, or an update, compiles afresh; an unchanged
+# tree loads.  NUMBA_CACHE_DIR set by the user wins.
+_PACKAGES = ("sim_core", "haptics", "devices", "app")
+NUMBA_CACHES_KEPT = 3          # the newest source trees' caches kept (~30-60 MB each)
+
+
+def source_digest(root: Path = _SOURCE_ROOT) -> str:
+    """A digest of the packages' Python sources under `root` (names and contents)."""
+    import hashlib
+    h = hashlib.sha256()
+    for pkg in _PACKAGES:
+        for f in sorted((root / pkg).rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def numba_cache_dir(root: Path = _SOURCE_ROOT) -> Path:
+    """Where this source tree's kernels are cached: $XDG_CACHE_HOME (or ~/.cache)/tightsim/numba/DIGEST."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "tightsim" / "numba" / source_digest(root)
+
+
+def use_numba_cache() -> None:
+    """Point numba's cache at ``numba_cache_dir()`` (unless NUMBA_CACHE_DIR is set), for this
+    process and the ones it starts; prune all but the newest ``NUMBA_CACHES_KEPT``."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    try:
+        d = numba_cache_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        os.utime(d)
+    except OSError:            # a read-only home: numba's default (next to the sources)
+        return
+    os.environ["NUMBA_CACHE_DIR"] = str(d)
+    import sys
+    if "numba" in sys.modules:  # imported before us: numba read its environment already
+        sys.modules["numba"].config.CACHE_DIR = str(d)
+    try:
+        old = sorted((p for p in d.parent.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        import shutil
+        for p in old[:-NUMBA_CACHES_KEPT]:
+            shutil.rmtree(p, ignore_errors=True)
+    except OSError:
+        pass
