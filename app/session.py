@@ -381,8 +381,7 @@ def _figures(model, scen, ph: dict) -> dict:
     run = scenario.RunResult(model=model, scen=scen, t=tr["t"], p_w=[np.array(p) for p in tr["p_w"]],
                              rot_axis=tr["rot"],
                              final=State(tr["t"][-1], np.array(fin["p_w"]), np.array(fin["R_wb"]), np.zeros(6)))
-    out = {"max_penetration_m": float(max(tr["max_pen"])), "task": scen.task,
-           "target_m": scen.static_dims.get("p") if scen.task == "bolting" else scen.static_dims.get("height")}
+    out = {"max_penetration_m": float(max(tr["max_pen"])), "task": scen.task}
     out.update(scenario.task_figures(run))
     return out
 

@@ -145,7 +145,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         from sim_core.scenarios import docking
         plate, block = docking.parts(cfg, str(scenario_path(scenario_name)))
         meshes = {static: block_mesh(block), moving: plate_mesh(plate)}
-        com = docking.com_part(cfg)
+        com = np.array(docking.dims(plate, block)[1]["com_part"])
 
     def on_frame(sv, pv):
         from app.view.window import View

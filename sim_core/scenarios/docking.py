@@ -89,8 +89,8 @@ def dims(plate: PinPlate, block: HoleBlock) -> tuple[dict, dict]:
 
 
 def com_part(cfg: dict, src: str = "<config>") -> np.ndarray:
-    plate, _ = parts(cfg, src)
-    return plate_mass_properties(plate, cfg["parts"]["density"])[1]
+    """(3,) m, the plate's centre of mass in its part frame (uniform density: any density)."""
+    return np.array(dims(*parts(cfg, src))[1]["com_part"])
 
 
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:

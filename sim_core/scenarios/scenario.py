@@ -87,9 +87,9 @@ def record(cfg: dict) -> Scenario:
     pos = np.array([w["position"] for w in wps])
     if cfg["scenario"]["task"] == "docking":         # positions are the plate's lower-face centre
         from sim_core.scenarios import docking
-        com = docking.com_part(cfg)
-        pos = pos + np.array([set_rotation(*q) @ com for q in rot])
         static_dims, moving_dims = docking.dims(*docking.parts(cfg, "<config>"))
+        com = np.array(moving_dims["com_part"])
+        pos = pos + np.array([set_rotation(*q) @ com for q in rot])
     else:
         static_dims = profiles.all_parts()[cfg["parts"]["static"]].dimensions()
         moving_dims = profiles.all_parts()[cfg["parts"]["moving"]].dimensions()
