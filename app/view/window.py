@@ -14,13 +14,14 @@ What is drawn: the parts (mesh by asset name, pose ``p_w``/``R_wb``, sRGB(A) col
 Blinn-Phong lighting; the arm as boxes and capsules (a solid whose colour has alpha < 1, the
 gripper, translucent); a floor grid under the scene; the haptic proxy as a ghost -- its
 silhouette, hatched with cyan stripes over whatever lies behind it and outlined
-``ghost_outline_px`` pixels wide (stencil, no depth test: the proxy is usually within microns
-of its part, and a ghost depth-tested against the part z-fights with it, or, a millimetre
-off, breaks into patches where the two surfaces interleave); then the overlays -- contact points as dots and contact forces
-as arrows (``force_scale`` m/N, capped at ``force_max_len``) -- drawn as annotations over the
-picture: flat colour and a dark outline that nothing hides, the fill solid where the point is
-in view and dimmer where a part hides it (the contacts of a nut on its bolt are all inside the
-nut); last the HUD (one line per entry, top left) and, when shown, the help (top right).
+``ghost_outline_px`` pixels wide (stencil, no depth test: the proxy is usually within
+microns of its part, and a ghost depth-tested against the part z-fights with it, or, a
+millimetre off, breaks into patches where the two surfaces interleave); then the overlays --
+contact points as dots and contact forces as arrows (``force_scale`` m/N, capped at
+``force_max_len``) -- drawn as annotations over the picture: flat colour and a dark outline
+that nothing hides, the fill solid where the point is in view and dimmer where a part hides
+it (the contacts of a nut on its bolt are all inside the nut); last the HUD (one line per
+entry, top left) and, when shown, the help (top right).
 GL 3.3 core: one shader program, one VBO + VAO per mesh name, uploaded on first use and
 cached (see ``gl.py``).
 

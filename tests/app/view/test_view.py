@@ -381,15 +381,15 @@ def _nut_frames(window, gl, ghost=None, contacts=_ZERO3):
     return nut, A, D, B
 
 
-# The ghost is hatched: diagonal stripes, 3 pixels on and 3 off (where x + y mod 6 < 3, x and y
-# the pixel's centre in GL's window coordinates: column + 0.5, row from the bottom + 0.5), so a ghost on or near its part leaves the part's
-# own colour between its stripes and never mixes with it into one olive tint.  Measured over
-# the nut, with the ghost on it and 30 um, 0.5 mm, 1 mm and 2 mm off: 100.0 % of the stripe
-# pixels striped, at most 0.13 % of the others touched (the outline where the ghost is off).
-# Before (one translucent blue solid slid 0.5 mm toward the eye): every pixel tinted alike (an
-# even olive), and at 0.5 / 1 / 2 mm off only 73 / 70 / 69 % of the nut tinted, the rest cut
-# out in saw-tooth patches along the thread and the faces.  MSAA edge pixels and the outline
-# account for the slack.
+# The ghost is hatched: diagonal stripes, 3 pixels on and 3 off (where x + y mod 6 < 3, x and
+# y the pixel's centre in GL's window coordinates: column + 0.5, row from the bottom + 0.5),
+# so a ghost on or near its part leaves the part's own colour between its stripes and never
+# mixes with it into one olive tint. Measured over the nut, with the ghost on it and 30 um,
+# 0.5 mm, 1 mm and 2 mm off: 100.0 % of the stripe pixels striped, at most 0.13 % of the
+# others touched (the outline where the ghost is off). Before (one translucent blue solid slid
+# 0.5 mm toward the eye): every pixel tinted alike (an even olive), and at 0.5 / 1 / 2 mm off
+# only 73 / 70 / 69 % of the nut tinted, the rest cut out in saw-tooth patches along the
+# thread and the faces. MSAA edge pixels and the outline account for the slack.
 GHOST_STRIPED_MIN = 0.98       # of the nut's pixels on a stripe, those the ghost changed
 GHOST_OFF_STRIPE_MAX = 0.03    # of the nut's pixels between stripes, those it changed
 
@@ -561,5 +561,67 @@ def test_the_docking_session_draws_the_block_and_the_pin_plate(display):
             assert ((px[:, 0] - px[:, 2]) > 40).mean() > 0.35, px.mean(axis=0)   # between the ghost's stripes
         face = _patch(img, view.camera.project(np.array([0.0, -0.065, 0.0])), half=1).mean(axis=0)
         assert np.abs(face - _bg(view)).max() > 30 and face[2] >= face[0] - 10, face
+    finally:
+        on_frame.close()
+
+
+# The default view shows the whole Panda: at its start configuration every end of its solids is
+# in the picture and its links' white covers 10-13 % of the 1280 x 720 frame in the three
+# scenarios (the parts' steel counts too; it is lit the same).  Before, the view framed the parts
+# only: the base, shoulder and upper arm were out of the picture, one forearm capsule cut by the
+# left edge, and the gripper box a dark slab over the part.
+LINKS_MIN_SHARE = 0.08
+
+
+@pytest.mark.parametrize("name", ["bolting", "peg_in_hole", "docking"])
+def test_the_default_view_frames_the_panda_and_the_part_with_the_task_figure(display, name):
+    """A session's first frame at the scenario's start: every link and the gripper of the
+    Panda inside the picture and covering a good part of it; the moving part seen through the
+    translucent gripper, in its own colour between the ghost's stripes; and the HUD's task line
+    (from the snapshot's task fields) drawn, its text bright on the panel."""
+    pytest.importorskip("pinocchio")
+    from app.view.session import MOVING_RGBA, make_renderer
+    from sim_core.io.records import ARM_NQ, PROXY, SNAPSHOT
+    from sim_core.scenarios import scenario
+    model, st, cfg = scenario.load(name)
+    fig = {"bolting": {"advance_per_rev_m": 5.0013e-3, "revolutions_measured": 1.25, "task_target_met": True},
+           "peg_in_hole": {"insertion_depth_m": 0.01234, "task_target_met": False},
+           "docking": {"height_to_seat_m": 0.0123, "lateral_offset_m": 0.0021, "task_target_met": False}}[name]
+    task = scenario.task_fields(name, fig)
+    q = np.zeros(ARM_NQ)
+    q[:st.q.size] = st.q
+    sv = SNAPSHOT.pack(p=st.p_w[0], R=st.R_wb[0].ravel(), nq=st.q.size, q=q, **task)
+    pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6), period=1e-3, realtime=1.0)
+    on_frame = make_renderer(name, W, H, visible=False)
+    try:
+        assert on_frame(sv, pv) is True
+        view = on_frame.view
+        img = view.screenshot().astype(float)
+        cam = view.camera
+        from app.view.window import Snapshot
+        from sim_core.systems.arm.visual import arm_solids
+        solids = arm_solids(model.arm.arm, st.q)
+        pts = view._arm_points(Snapshot(arm=solids))          # every capsule's ends, the box's corners
+        assert len(solids) >= 6 and len(pts) >= 6 * len(solids)
+        px = cam.project(pts)
+        assert np.all((px[:, 0] > 0) & (px[:, 0] < W) & (px[:, 1] > 0) & (px[:, 1] < H)), px
+        white = (img.min(axis=2) > 150) & (np.ptp(img, axis=2) < 45)     # the links' white, lit
+        assert white.mean() > LINKS_MIN_SHARE, f"the links cover {white.mean():.1%} of the frame"
+        # the part under the gripper: its own warm colour shows (between the ghost's stripes)
+        R = st.R_wb[0]
+        mesh_origin = st.p_w[0] - R @ model.bodies[0].com_part
+        part = _patch(img, cam.project(mesh_origin + R @ model.bodies[0].com_part), half=3)
+        assert MOVING_RGBA[0] - MOVING_RGBA[2] > 0.5
+        assert ((part[:, 0] - part[:, 2]) > 30).mean() > 0.3, part.mean(axis=0)
+        # the task line: in the HUD's text, and drawn (bright glyphs on the dark panel)
+        want = scenario.hud_text(*(task[k] for k in ("task", "task_value", "task_aux", "task_met")))
+        assert want
+        lines = view._hud.lines
+        i = next(i for i, line in enumerate(lines) if line.startswith("task"))
+        assert lines[i].split(None, 1)[1] == want
+        label = view._hud.labels[i]
+        top = H - int(label.y)                       # label y is from the bottom, anchored at its top
+        row = img[top:top + int(label.content_height), 20:20 + int(label.content_width)]
+        assert (row.min(axis=2) > 200).mean() > 0.03 and (row.max(axis=2) < 40).mean() > 0.4
     finally:
         on_frame.close()
