@@ -1,12 +1,14 @@
-"""``tightsim`` command line.
+"""tightsim: real-time haptic simulation of tight-tolerance robotic assembly.
 
     tightsim run SCENARIO [--headless] [--duration S] [--log PATH] [--summary-json PATH]
+    tightsim run SCENARIO --device SPEC [--duration S] [--log PATH]
     tightsim assets build [--out DIR] [--triangles N]
-    tightsim replay LOG [--verify]
+    tightsim replay LOG [--verify] [--tolerance X]
     tightsim log info LOG
 
-SCENARIO is a name from config/ (``bolting``, ``peg_in_hole``) or a path to a TOML file.
-Errors in inputs (config, meshes) end the command with one line on stderr and exit code 2.
+SCENARIO is a name from config/ (the scenarios listed by ``tightsim run --help``) or a path to
+a TOML file.  Errors in inputs (config, meshes, weights, logs) end the command with one line on
+stderr and exit code 2.
 """
 from __future__ import annotations
 
@@ -354,12 +356,21 @@ RAY_HELP = ("{what} on a Ray cluster instead of local processes (pip install -e 
             "Same seed, same result")
 
 
+def _scenario_names() -> list[str]:
+    """The scenarios shipped in config/ (what ``run --help`` lists)."""
+    from sim_core.paths import config_dir
+    try:
+        return sorted(f.stem for f in config_dir().glob("*.toml"))
+    except OSError:
+        return []
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tightsim", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"tightsim {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a scenario (headless when there is no display)")
-    r.add_argument("scenario", help="scenario name in config/ (bolting, peg_in_hole) or a TOML path")
+    r.add_argument("scenario", help=f"scenario name in config/ ({', '.join(_scenario_names())}) or a TOML path")
     r.add_argument("--headless", action="store_true", help="no window; print a summary")
     r.add_argument("--duration", type=_duration, metavar="S",
                    help="simulated seconds, at most an hour (default: the config's)")

@@ -53,7 +53,9 @@ def proxy_contacts(model, state: State, inp: Inputs):
     return at, step_mod.collide(model, at, model.dt).contacts
 
 
-def snapshot_array(st: State, info, stats: RateStats, misses: int) -> np.ndarray:
+def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | None = None) -> np.ndarray:
+    """The render loop's snapshot of a step; ``task``: the live task figure's fields
+    (``scenario.LiveFigures.fields``), none (zeros: no figure) without one."""
     m = 0 if info.contacts is None else min(len(info.contacts), MAX_CONTACTS)
     x = np.zeros((MAX_CONTACTS, 3))
     f = np.zeros((MAX_CONTACTS, 3))
@@ -64,7 +66,7 @@ def snapshot_array(st: State, info, stats: RateStats, misses: int) -> np.ndarray
     q[:st.q.size] = st.q
     return SNAPSHOT.pack(t=st.t, p=st.p_w[0], R=st.R_wb[0], n=m, x=x, f=f, rate=stats.rate(),
                          step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
-                         steps=stats.count, nq=st.q.size, q=q)
+                         steps=stats.count, nq=st.q.size, q=q, **(task or {}))
 
 
 def log_ticks(log, records: np.ndarray) -> None:
@@ -82,12 +84,15 @@ def log_ticks(log, records: np.ndarray) -> None:
 
 def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, stop,
         duration: float | None = None, on_step=None, clock=time.perf_counter, phys_ring=None,
-        stalls=()) -> dict:
+        stalls=(), task=None) -> dict:
     """Run until `stop` is set (or `duration` of wall time); returns loop statistics.
 
     ``stalls``: [(t s, length s), ...] -- the loop freezes for `length` once its clock passes
     `t` (fault injection: what a descheduled or swapped-out physics process does to the
     haptic side; the robustness tests use it).
+
+    ``task``: a ``scenario.LiveFigures``, updated every step; its figure goes into the
+    snapshot (the HUD's task line).
 
     Logging: either in this loop (``log``: a LogWriter; it also drains the haptic ``ring``)
     or, in a session, by the logger process (``phys_ring``: one ``layout.PHYS`` record per
@@ -122,7 +127,9 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)
-        snap_slot.write(snapshot_array(state, info, stats, misses))
+        if task is not None:
+            task.update(before, state)
+        snap_slot.write(snapshot_array(state, info, stats, misses, None if task is None else task.fields()))
         if phys_ring is not None:
             phys_ring.push(pack_physics(before, inp, state, info, rec))
         if log is not None:

@@ -131,7 +131,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
             go.wait()
         res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
                                stalls=[tuple(s) for s in spec.get("physics_stalls", ())],
-                               phys_ring=phys_ring)
+                               phys_ring=phys_ring, task=scenario.LiveFigures(model, scen))
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
                  "final": {"p_w": res["final"].p_w[0].tolist(), "R_wb": res["final"].R_wb[0].tolist(),

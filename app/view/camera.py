@@ -75,8 +75,8 @@ class OrbitCamera:
     """Perspective camera orbiting a target point (metres, degrees)."""
     target: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 0.07]))
     distance: float = 0.35
-    azimuth_deg: float = -55.0
-    elevation_deg: float = 22.0
+    azimuth_deg: float = -60.0
+    elevation_deg: float = 30.0
     fovy_deg: float = 35.0
     width: int = 1280
     height: int = 720
@@ -113,6 +113,28 @@ class OrbitCamera:
         aspect = self.width / max(self.height, 1)
         half = min(half, math.atan(math.tan(half) * aspect))
         self.distance = margin * max(radius, 1e-4) / math.sin(half)
+
+    def fit_points(self, points, margin: float = 1.08) -> None:
+        """Keep the direction; aim at the middle of the points' bounding box and back off
+        just far enough that every point lies inside the picture, `margin` times inside its
+        edges (exact for the pinhole: a point at offset (x, y) across and b toward the eye
+        from the target is in view at distance d when max(|x| / tan hx, |y| / tan hy) <= d - b)."""
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        self.target = 0.5 * (pts.min(axis=0) + pts.max(axis=0))
+        ty = math.tan(math.radians(self.fovy_deg) / 2.0)
+        tx = ty * self.width / max(self.height, 1)
+        for i in range(5):          # and centre the picture's extent (perspective shifts it)
+            V = look_at(self.eye(), self.target)
+            rel = pts - self.target
+            x, y, back = rel @ V[0, :3], rel @ V[1, :3], rel @ V[2, :3]
+            need = back + margin * np.maximum(np.abs(x) / tx, np.abs(y) / ty)
+            self.distance = float(max(need.max(), 1e-3))
+            if i == 4:
+                break
+            depth = self.distance - back                 # each point's distance along the view
+            u, v = x / (depth * tx), y / (depth * ty)    # its place in the picture, -1 .. 1
+            du, dv = 0.5 * (u.min() + u.max()), 0.5 * (v.min() + v.max())
+            self.target = self.target + self.distance * (du * tx * V[0, :3] + dv * ty * V[1, :3])
 
     # -- interaction (right-drag orbit, middle-drag pan, ctrl-scroll zoom) ----------------
     def orbit(self, dx_px: float, dy_px: float, deg_per_px: float = 0.3) -> None:

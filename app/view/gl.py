@@ -47,7 +47,8 @@ uniform mat4 u_model;
 uniform mat4 u_view;
 uniform mat4 u_proj;
 uniform mat3 u_nmat;          // inverse transpose of the model's 3x3 block
-uniform float u_bias;         // m: depth bias toward the eye (0 for solids; see below)
+uniform float u_grow;         // pixels: push the vertex out along its normal on screen (ghost outline)
+uniform vec2 u_px;            // NDC units per pixel (2 / viewport size)
 out vec3 v_pos_e;             // eye-space position
 out vec3 v_nrm_e;             // eye-space normal
 out vec3 v_pos_l;             // model-space position (grid fade)
@@ -56,10 +57,12 @@ void main() {
     vec4 p = u_view * u_model * vec4(a_pos, 1.0);
     v_pos_e = p.xyz;
     v_nrm_e = mat3(u_view) * (u_nmat * a_nrm);
-    // slide the vertex u_bias metres toward the eye along its own view ray: the same pixel,
-    // a nearer depth -- a surface within u_bias behind another one still wins the depth test
-    p.xyz *= 1.0 - u_bias / max(length(p.xyz), 1e-6);
     gl_Position = u_proj * p;
+    if (u_grow > 0.0) {       // the outline shell: u_grow pixels out, whatever the distance
+        vec2 d = (u_proj * vec4(v_nrm_e, 0.0)).xy;
+        float l = length(d);
+        if (l > 1e-9) gl_Position.xy += d / l * u_grow * u_px * gl_Position.w;
+    }
 }
 """
 
@@ -73,11 +76,13 @@ in vec3 v_pos_e;
 in vec3 v_nrm_e;
 in vec3 v_pos_l;
 uniform vec4 u_color;         // linear rgb, straight alpha
-uniform float u_unlit;        // 1: flat colour fading out towards |xy| = 1 (grid lines); 2: flat colour
+uniform float u_unlit;        // 1: flat colour fading out towards |xy| = 1 (grid lines); 2: flat colour;
+                              // 3: flat colour in diagonal screen stripes (the ghost's hatching)
 uniform float u_spec;         // specular strength
 uniform vec3 u_up_e;          // world +z in eye space
 out vec4 frag;
 void main() {
+    if (u_unlit > 2.5 && mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) >= 3.0) discard;
     if (u_unlit > 1.5) {
         frag = vec4(sqrt(u_color.rgb), u_color.a);
         return;
@@ -117,7 +122,7 @@ def _compile(kind, src: str) -> int:
 
 class Program:
     """The scene's one shader program, with its uniform locations looked up once."""
-    UNIFORMS = ("u_model", "u_view", "u_proj", "u_nmat", "u_color", "u_unlit", "u_spec", "u_up_e", "u_bias")
+    UNIFORMS = ("u_model", "u_view", "u_proj", "u_nmat", "u_color", "u_unlit", "u_spec", "u_up_e", "u_grow", "u_px")
 
     def __init__(self):
         vs = _compile(GL.GL_VERTEX_SHADER, VERTEX_SHADER)
@@ -148,6 +153,9 @@ class Program:
         """An sRGB(A) colour as the shader wants it: rgb squared (gamma 2), alpha as is."""
         r, g, b, a = (float(x) for x in rgba)
         GL.glUniform4f(self.loc["u_color"], r * r, g * g, b * b, a)
+
+    def vec2(self, name: str, v):
+        GL.glUniform2f(self.loc[name], *(float(x) for x in v))
 
     def vec3(self, name: str, v):
         GL.glUniform3f(self.loc[name], *(float(x) for x in v))

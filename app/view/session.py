@@ -2,8 +2,10 @@
 
 Reads the physics snapshot (simulated part, clustered contacts and their forces) and the
 haptic proxy record (proxy pose drawn as a ghost, device force, loop health) and draws them
-with the HUD: haptic, physics and render rates, device force, the session clock, and a note
-when the haptic loop does not run SCHED_FIFO.
+with the HUD: haptic, physics and render rates, device force, the session clock, the live
+task figure (advance per revolution, insertion depth, or seating: computed in the physics
+process by ``scenario.LiveFigures``, the batch summary's ``task_figures``), and a note when
+the haptic loop does not run SCHED_FIFO.
 
 The session's keys (:class:`SessionKeys`, listed in the view's help, ``h`` or F1): Escape
 ends the session -- the window closes and the session stops the usual way (zero force, the
@@ -109,6 +111,10 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fp
         "force": f"{np.linalg.norm(f_dev):.2f} N",
         "clock": f"{PROXY.get(pv, 't')[0]:.1f} s",
     }
+    from sim_core.scenarios.scenario import hud_text
+    task = hud_text(*(float(SNAPSHOT.get(sv, k)[0]) for k in ("task", "task_value", "task_aux", "task_met")))
+    if task:
+        hud["task"] = task
     if PROXY.get(pv, "realtime")[0] == 0.0:
         hud["note"] = "haptic loop without SCHED_FIFO (not permitted)"
     com = np.zeros(3) if com_part is None else np.asarray(com_part, dtype=np.float64)

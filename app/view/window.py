@@ -11,14 +11,17 @@ latest :class:`Snapshot` (filled by the session from shared memory)::
     view.close()
 
 What is drawn: the parts (mesh by asset name, pose ``p_w``/``R_wb``, sRGB(A) colour) with
-Blinn-Phong lighting; the arm as boxes and capsules; a floor grid under the scene; the haptic
-proxy as a translucent ghost, depth-tested against the solids but slid ``ghost_bias`` (0.5 mm)
-toward the eye, so that where it (nearly) coincides with its part it tints the part evenly
-instead of z-fighting with it; then the overlays -- contact points as dots and contact forces
-as arrows (``force_scale`` m/N, capped at ``force_max_len``) -- drawn as annotations over the
-picture: flat colour and a dark outline that nothing hides, the fill solid where the point is
-in view and dimmer where a part hides it (the contacts of a nut on its bolt are all inside the
-nut); last the HUD (one line per entry, top left) and, when shown, the help (top right).
+Blinn-Phong lighting; the arm as boxes and capsules (a solid whose colour has alpha < 1, the
+gripper, translucent); a floor grid under the scene; the haptic proxy as a ghost -- its
+silhouette, hatched with cyan stripes over whatever lies behind it and outlined
+``ghost_outline_px`` pixels wide (stencil, no depth test: the proxy is usually within
+microns of its part, and a ghost depth-tested against the part z-fights with it, or, a
+millimetre off, breaks into patches where the two surfaces interleave); then the overlays --
+contact points as dots and contact forces as arrows (``force_scale`` m/N, capped at
+``force_max_len``) -- drawn as annotations over the picture: flat colour and a dark outline
+that nothing hides, the fill solid where the point is in view and dimmer where a part hides
+it (the contacts of a nut on its bolt are all inside the nut); last the HUD (one line per
+entry, top left) and, when shown, the help (top right).
 GL 3.3 core: one shader program, one VBO + VAO per mesh name, uploaded on first use and
 cached (see ``gl.py``).
 
@@ -126,14 +129,15 @@ class View:
     """A pyglet window drawing :class:`Snapshot` s; see the module docstring."""
 
     background = (0.145, 0.165, 0.205)      # sRGB clear colour
-    ghost_rgba = (0.35, 0.78, 1.0, 0.26)
+    ghost_rgba = (0.30, 0.92, 1.0, 0.8)      # the proxy's hatching: cyan, apart from every part's hue
+    ghost_outline_rgba = (0.62, 0.98, 1.0, 1.0)
+    ghost_outline_px = 2.0                   # the ghost's outline width, pixels
     arm_rgba = (0.86, 0.87, 0.89, 1.0)
     contact_rgba = (1.0, 0.86, 0.12, 1.0)
     force_rgba = (1.0, 0.30, 0.12, 1.0)
     outline_rgba = (0.03, 0.035, 0.05, 1.0)  # the overlays' outline, always on top
     hidden_alpha = 0.6                       # an overlay's fill where a part hides its point (dimmer)
     outline_px = 1.5                         # outline width, pixels
-    ghost_bias = 0.5e-3                      # m: the ghost wins the depth test within this of its part
     force_scale = 0.004                      # m of arrow per N
     force_max_len = 0.06                     # m
     marker_radius = 0.0012                   # m
@@ -156,7 +160,7 @@ class View:
         self.gl_version = GL.glGetString(GL.GL_VERSION).decode()
         self.gl_renderer = GL.glGetString(GL.GL_RENDERER).decode()
         self.camera = OrbitCamera(width=width, height=height)
-        self.auto_fit = True                 # frame the first snapshot's parts
+        self.auto_fit = True                 # frame the first snapshot's parts and arm
         self.close_requested = False
         self.on_drag: Callable[[float, float, int], None] | None = None
         self.on_scroll: Callable[[float], None] | None = None
@@ -167,8 +171,12 @@ class View:
             software = any(w in self.gl_renderer.lower() for w in ("llvmpipe", "softpipe", "swrast"))
             samples = 1 if software else 4
         self._target = RenderTarget(samples, direct=direct and self.visible)
+        # the ghost's outline needs a stencil: the offscreen target has one; a window may not
+        self._stencil = not self._target.direct or bool(getattr(self.window.config, "stencil_size", 0))
         self._meshes: dict[str, GpuMesh] = {}
         self._bounds: dict[str, np.ndarray] = {}     # name -> (8, 3) local box corners
+        self._mesh_data: dict[str, tuple] = {}       # name -> (vertices, faces), for outlines
+        self._outlines: dict[str, GpuMesh] = {}      # name -> the mesh with smooth normals
         self._prims_data = {"box": view_mesh.unit_box(), "cylinder": view_mesh.unit_cylinder(),
                             "cone": view_mesh.unit_cone(), "sphere": view_mesh.unit_sphere()}
         self._prims = {k: GpuMesh(v) for k, v in self._prims_data.items()}
@@ -196,8 +204,9 @@ class View:
                   resizable=visible)
         try:
             # depth 24 as the offscreen target has: a direct-drawn frame must depth-test alike
+            # (and a stencil, which the ghost's silhouette needs)
             cfg = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True,
-                                   double_buffer=True, depth_size=24)
+                                   double_buffer=True, depth_size=24, stencil_size=8)
             return pyglet.window.Window(config=cfg, **kw)
         except pyglet.window.NoSuchConfigException:
             return pyglet.window.Window(**kw)
@@ -206,10 +215,12 @@ class View:
     def add_mesh(self, name: str, vertices: np.ndarray, faces: np.ndarray) -> None:
         """Upload (or replace) a mesh under `name` (part frame, metres, CCW outward faces)."""
         self.window.switch_to()
-        old = self._meshes.pop(name, None)
-        if old is not None:
-            old.delete()
+        for cache in (self._meshes, self._outlines):
+            old = cache.pop(name, None)
+            if old is not None:
+                old.delete()
         self._meshes[name] = GpuMesh(view_mesh.interleave(vertices, faces))
+        self._mesh_data[name] = (np.asarray(vertices, float), np.asarray(faces))
         lo, hi = np.min(vertices, axis=0), np.max(vertices, axis=0)
         self._bounds[name] = np.array([[x, y, z] for x in (lo[0], hi[0])
                                        for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
@@ -230,6 +241,15 @@ class View:
             self.add_mesh(name, m.vertices, m.faces)
         return self._meshes[name]
 
+    def _outline(self, name: str) -> GpuMesh:
+        """The mesh `name` with normals averaged over every face at a vertex (no creases):
+        grown along them, its shell has no cracks at sharp edges (the ghost's outline)."""
+        if name not in self._outlines:
+            self._mesh(name)
+            v, f = self._mesh_data[name]
+            self._outlines[name] = GpuMesh(view_mesh.interleave(v, f, crease_deg=180.0))
+        return self._outlines[name]
+
     # -- drawing -----------------------------------------------------------------------
     def poll(self) -> None:
         """Process pending window events (input callbacks run here)."""
@@ -248,7 +268,8 @@ class View:
             self.fit(snap)
         self._target.bind()
         GL.glClearColor(*self.background, 1.0)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT)
+        GL.glClearStencil(0)
+        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT | GL.GL_STENCIL_BUFFER_BIT)
         self._draw_scene(snap)
         GL.glBindVertexArray(0)
         GL.glUseProgram(0)
@@ -274,7 +295,8 @@ class View:
         p.mat4("u_view", V)
         p.mat4("u_proj", self.camera.projection())
         p.vec3("u_up_e", V[:3, 2])
-        p.float("u_bias", 0.0)
+        p.float("u_grow", 0.0)
+        p.vec2("u_px", (2.0 / max(self.camera.width, 1), 2.0 / max(self.camera.height, 1)))
         GL.glEnable(GL.GL_DEPTH_TEST)
         GL.glDepthFunc(GL.GL_LESS)
         GL.glDepthMask(GL.GL_TRUE)
@@ -289,26 +311,27 @@ class View:
                 clear_parts.append((name, p_w, R_wb, rgba))
             else:
                 self._solid(self._mesh(name), p_w, R_wb, rgba, spec=0.45)
+        clear_arm = [item for item in snap.arm if self._arm_rgba(item)[3] < 1.0]
         for item in snap.arm:
-            self._arm_solid(item)
+            if self._arm_rgba(item)[3] >= 1.0:
+                self._arm_solid(item)
 
         GL.glEnable(GL.GL_BLEND)
         GL.glBlendFunc(GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)
         if self.show_grid and snap.parts:
             self._grid(snap)
 
-        # translucent pass: depth-tested against the solids, writing no depth; the ghost slides
-        # ghost_bias toward the eye, so where it (nearly) coincides with its part it is drawn
-        # over it evenly instead of z-fighting with it
+        # translucent pass: depth-tested against the solids, writing no depth
         GL.glDepthMask(GL.GL_FALSE)
         GL.glDepthFunc(GL.GL_LEQUAL)
         for name, p_w, R_wb, rgba in clear_parts:
             self._solid(self._mesh(name), p_w, R_wb, rgba, spec=0.25)
+        GL.glDisable(GL.GL_CULL_FACE)                   # a translucent box shows its far side too
+        for item in clear_arm:
+            self._arm_solid(item)
+        GL.glEnable(GL.GL_CULL_FACE)
         if snap.ghost is not None:
-            name, p_w, R_wb = snap.ghost[:3]
-            p.float("u_bias", self.ghost_bias)
-            self._solid(self._mesh(name), p_w, R_wb, self.ghost_rgba, spec=0.25)
-            p.float("u_bias", 0.0)
+            self._ghost(*snap.ghost[:3])
 
         # overlays, drawn over the picture as annotations: flat colour with a dark outline that
         # is never hidden; the fill is solid where nothing hides the point and dim where a part does
@@ -324,6 +347,43 @@ class View:
         GL.glDepthFunc(GL.GL_LESS)
         GL.glDepthMask(GL.GL_TRUE)
         GL.glDisable(GL.GL_BLEND)
+
+    def _ghost(self, name: str, p_w, R_wb) -> None:
+        """The proxy's silhouette, whatever is in front of or behind it: the stencil marks the
+        pixels the mesh covers; those get diagonal stripes of the ghost's colour, each pixel
+        once (an even hatching that reads as an overlay on any part's colour, where a tint
+        would mix with it: cyan over orange is olive); then an outline ``ghost_outline_px``
+        wide around them (the smooth-normal shell grown on screen, where the stencil is
+        clear).  No depth test, so nothing z-fights and no surface of the part cuts it into
+        patches."""
+        p = self._prog
+        GL.glDisable(GL.GL_DEPTH_TEST)
+        GL.glDisable(GL.GL_CULL_FACE)
+        GL.glEnable(GL.GL_STENCIL_TEST)
+        GL.glStencilMask(0xFF)
+        p.mat4("u_model", pose_matrix(p_w, R_wb))
+        p.mat3("u_nmat", normal_matrix(R_wb))
+        mesh = self._mesh(name)
+        GL.glColorMask(GL.GL_FALSE, GL.GL_FALSE, GL.GL_FALSE, GL.GL_FALSE)      # 1: the footprint
+        GL.glStencilFunc(GL.GL_ALWAYS, 1, 0xFF)
+        GL.glStencilOp(GL.GL_KEEP, GL.GL_KEEP, GL.GL_REPLACE)
+        mesh.draw()
+        GL.glColorMask(GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE)
+        GL.glStencilFunc(GL.GL_EQUAL, 1, 0xFF)                                   # 2: hatched, once
+        GL.glStencilOp(GL.GL_KEEP, GL.GL_KEEP, GL.GL_INCR)
+        p.color(self.ghost_rgba)
+        p.float("u_unlit", 3.0)
+        mesh.draw()
+        if self._stencil:                                                        # 3: the outline
+            GL.glStencilFunc(GL.GL_EQUAL, 0, 0xFF)
+            p.color(self.ghost_outline_rgba)
+            p.float("u_unlit", 2.0)
+            p.float("u_grow", self.ghost_outline_px)
+            self._outline(name).draw()
+            p.float("u_grow", 0.0)
+        GL.glDisable(GL.GL_STENCIL_TEST)
+        GL.glEnable(GL.GL_CULL_FACE)
+        GL.glEnable(GL.GL_DEPTH_TEST)
 
     def _flat(self, mesh: GpuMesh, rgba) -> None:
         """A world-space overlay batch in one flat colour."""
@@ -343,9 +403,12 @@ class View:
         p.float("u_spec", spec)
         mesh.draw()
 
+    def _arm_rgba(self, item) -> tuple:
+        return _rgba(item[4] if len(item) > 4 else None, self.arm_rgba)
+
     def _arm_solid(self, item) -> None:
         kind = item[0]
-        rgba = _rgba(item[4] if len(item) > 4 else None, self.arm_rgba)
+        rgba = self._arm_rgba(item)
         if kind == "box":
             _, c, R, size = item[:4]
             self._solid(self._prims["box"], c, R, rgba, 0.3, scale=size)
@@ -413,13 +476,31 @@ class View:
         allp = np.vstack(pts)
         return allp.min(axis=0), allp.max(axis=0)
 
+    def _arm_points(self, snap: Snapshot) -> np.ndarray:
+        """Points that bound the arm's solids: a box's corners, a capsule's ends +- its radius."""
+        pts = []
+        for item in snap.arm:
+            if item[0] == "box":
+                _, c, R, size = item[:4]
+                corners = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
+                pts.append(np.asarray(c, float) + (corners * np.asarray(size, float)) @ np.asarray(R, float).T)
+            elif item[0] == "capsule":
+                _, p0, p1, r = item[:4]
+                for q in (p0, p1):
+                    pts.append(np.asarray(q, float) + float(r) * np.vstack([np.eye(3), -np.eye(3)]))
+        return np.vstack(pts) if pts else np.zeros((0, 3))
+
     def fit(self, snap: Snapshot) -> None:
-        """Aim the camera at the snapshot's parts (called on the first frame)."""
+        """Frame the snapshot's parts and arm (called on the first frame): from the camera's
+        direction, aim at the middle of their bounding box and back off until every corner
+        of the parts' boxes and every end of the arm's solids is in the picture."""
         for name, *_ in snap.parts:
             self._mesh(name)
         if snap.parts:
             lo, hi = self._scene_box(snap)
-            self.camera.fit(0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo)))
+            corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+            pts = np.vstack([corners, self._arm_points(snap)])
+            self.camera.fit_points(pts)
             self._fitted = True
 
     def finish(self) -> None:
@@ -490,14 +571,15 @@ class View:
                 ("ctrl + scroll", "zoom" + ("" if self.on_scroll is not None else " (plain scroll too)")),
                 ("h or F1", "show or hide this help"),
                 ("overlays", ""),
-                ("blue ghost", "the haptic proxy: where the hand holds"),
-                ("", "the part; drawn over the part it is on"),
+                ("cyan ghost", "the haptic proxy: where the hand holds"),
+                ("", "the part; its outline, over everything"),
                 ("yellow dots", "contact points, drawn over everything:"),
                 ("", "solid in view, dimmer where hidden"),
                 ("red arrows", "contact forces on the moving part,"),
                 ("", f"{self.force_scale * 1e3:g} mm per N, at most {self.force_max_len * 1e3:g} mm"),
                 ("top left", "loop rates, physics step, frame rate,"),
-                ("", "the force sent to the device, the clock")]
+                ("", "the force sent to the device, the clock,"),
+                ("", "the task figure (advance, insertion, seating)")]
 
     def _close_event(self):
         self.close_requested = True

@@ -2,9 +2,10 @@
 when numba compiles (no extra dependency for a few lines of text).
 
 Compilation.  The kernels are ``@njit(cache=True)``: the first run on a machine (or after a
-source change) compiles them -- half a minute to over a minute, in several bursts as each
-stage of the step first meets its data (the scenario's SDF probe, the first step, the first
-contact) -- and every later run loads them from the cache in about a second.
+source change) compiles them -- over a minute with an empty cache, a second or two when only a
+few are missing from it -- in several bursts as each stage of the step first meets its data
+(the scenario's SDF probe, the first step, the first contact) -- and every later run loads
+them from the cache in about a second.
 :class:`CompileWatch` listens to numba's ``"numba:compile"`` event, which numba sends only
 when it really compiles (a cache miss), never when it loads from the cache; so it counts
 exactly the first-run work and its time, and says so the moment it starts.
@@ -38,8 +39,10 @@ class Progress:
         self.stream.flush()
 
 
-COMPILE_NOTICE = ("compiling numba kernels (first run only: later runs load them from the cache; "
-                  "about a minute)...")
+# No time estimate: it ranges from a second or two (a few kernels missing) to over a minute (an
+# empty cache); each stage's line then says what it compiled and how long that took.
+COMPILE_NOTICE = ("compiling the numba kernels missing from the cache (later runs load them from it; "
+                  "each stage below says how long it took)...")
 
 
 class CompileWatch:

@@ -36,7 +36,9 @@ PROXY = Layout(t=1, p=3, R=9, V=6, device_wrench=6, proxy_contact=6, energy=1, p
                late=1, fault=1, realtime=1, ticks=1, device_p=3, device_q=4)
 # physics -> render: the simulated part and its contacts (written every physics step)
 SNAPSHOT = Layout(t=1, p=3, R=9, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, rate=1, step=1,
-                  max_pen=1, misses=1, steps=1, nq=1, q=ARM_NQ)
+                  max_pen=1, misses=1, steps=1, nq=1, q=ARM_NQ,
+                  # the live task figure (scenario.LiveFigures / task_fields), drawn by the HUD
+                  task=1, task_value=1, task_aux=1, task_met=1)
 # haptic loop -> logger: one record per tick
 TICK = Layout(t=1, dev_p=3, dev_q=4, dev_v=3, dev_w=3, buttons=1, p=3, R=9, V=6, device_wrench=6,
               energy=1, period=1, work=1)

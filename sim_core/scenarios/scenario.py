@@ -429,6 +429,79 @@ def task_line(fig: dict) -> str:
             f"rev from t = {fig['engaged_at_s']:.2f} s ({verdict})")
 
 
+class LiveFigures:
+    """The task figure during a session, step by step, from the same ``task_figures`` the
+    batch summary uses: ``update(before, after)`` after every physics step records the part's
+    trajectory (its COM and its rotation about the static axis, as ``simulate`` does) and
+    every ``every`` steps recomputes the figure over the whole trajectory so far (a few tens
+    of microseconds on a 10-minute session; ``every`` = 10 refreshes a 100 Hz session's HUD
+    at 10 Hz).  ``fields()`` packs the latest figure into the snapshot record's task fields
+    (``records.SNAPSHOT``); ``hud_text`` reads them back."""
+
+    def __init__(self, model: Model, scen: Scenario, every: int = 10):
+        self.model, self.scen, self.every = model, scen, max(1, int(every))
+        self.axis_w = model.shapes[0].R_ws[:, 2]
+        self.n, self.rot = 0, 0.0
+        self._t, self._p, self._r = np.empty(256), np.empty((256, 3)), np.empty(256)
+        self.figures: dict | None = None
+
+    def update(self, before: State, after: State) -> dict | None:
+        w_mid_w = 0.5 * (before.R_wb[0] @ before.V[0, 3:] + after.R_wb[0] @ after.V[0, 3:])
+        self.rot += (after.t - before.t) * float(w_mid_w @ self.axis_w)
+        if self.n == len(self._t):                        # grow by doubling
+            self._t, self._r = (np.concatenate([a, np.empty_like(a)]) for a in (self._t, self._r))
+            self._p = np.concatenate([self._p, np.empty_like(self._p)])
+        self._t[self.n], self._p[self.n], self._r[self.n] = after.t, after.p_w[0], self.rot
+        self.n += 1
+        if self.n % self.every == 0 or self.figures is None:
+            n = self.n
+            run = RunResult(model=self.model, scen=self.scen, t=self._t[:n], p_w=self._p[:n],
+                            rot_axis=self._r[:n], final=after)
+            self.figures = task_figures(run)
+        return self.figures
+
+    def fields(self) -> dict:
+        """The snapshot record's task fields (``records.SNAPSHOT``) of the latest figure."""
+        return task_fields(self.scen.task, self.figures)
+
+
+TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0}   # SNAPSHOT "task"; 0: no figure yet
+
+
+def task_fields(task: str, fig: dict | None) -> dict:
+    """``task_figures``' figure as the snapshot's numbers: ``task`` (TASK_CODES), ``task_value``
+    (bolting: advance per revolution, NaN before the nut engages; peg: insertion depth; docking:
+    the worst pin tip's height above its seat, m), ``task_aux`` (bolting: revolutions measured;
+    docking: lateral offset, m), ``task_met`` (1 when the target is met; docking: seated)."""
+    if not fig:
+        return {"task": 0.0, "task_value": math.nan, "task_aux": math.nan, "task_met": 0.0}
+    if task == "docking":
+        value, aux = fig["height_to_seat_m"], fig["lateral_offset_m"]
+    elif task == "peg_in_hole":
+        value, aux = fig["insertion_depth_m"], math.nan
+    else:
+        a = fig["advance_per_rev_m"]
+        value, aux = (math.nan if a is None else a), fig["revolutions_measured"]
+    return {"task": TASK_CODES[task], "task_value": float(value), "task_aux": float(aux),
+            "task_met": float(bool(fig["task_target_met"]))}
+
+
+def hud_text(code: float, value: float, aux: float, met: float) -> str:
+    """The HUD's task line from the snapshot's task fields (see ``task_fields``); "" when the
+    snapshot carries no figure yet."""
+    verdict = "target met" if met > 0.5 else "target not met"
+    if code == TASK_CODES["bolting"]:
+        if not math.isfinite(value):
+            return "advance -- (the nut has not engaged the thread)"
+        return f"advance {value * 1e3:.3f} mm/rev over {aux:.2f} rev ({verdict})"
+    if code == TASK_CODES["peg_in_hole"]:
+        return f"insertion {value * 1e3:.2f} mm ({verdict})"
+    if code == TASK_CODES["docking"]:
+        return (f"{'seated' if met > 0.5 else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
+                f"offset {aux * 1e3:.2f} mm")
+    return ""
+
+
 def _peg_figures(res: RunResult) -> dict:
     """Insertion depth: the hole's top face (static z = 0) minus the peg's lowest axis point."""
     body, shape = res.model.bodies[0], res.model.shapes[0]

@@ -10,7 +10,7 @@ import numpy as np
 # m: radius of the capsule ending at joint i+1 (base ... wrist), roughly the Panda's housings
 RADII = (0.065, 0.065, 0.06, 0.055, 0.055, 0.045, 0.045, 0.04)
 LINK_RGBA = (0.90, 0.91, 0.93, 1.0)       # the Panda's white
-GRIPPER_RGBA = (0.25, 0.27, 0.30, 1.0)    # dark gripper
+GRIPPER_RGBA = (0.25, 0.27, 0.30, 0.45)   # dark gripper, translucent: the part it holds shows through
 GRIPPER_BOX = (0.09, 0.06, 0.10)          # m, edge lengths (x, y, along the tool axis)
 
 
