@@ -181,3 +181,37 @@ def test_docking_turned_past_half_a_turn_at_the_torque_limit_stays_seated():
     assert seated.max() - seated.min() < 1e-3                      # stays in its holes
     yaw = np.degrees(np.arctan2(a["part_R"][200:, 1, 0], a["part_R"][200:, 0, 0]))
     assert np.abs(yaw).max() < 2.0
+
+
+BOLTING_EVENTS = ([(0.2, "scroll", -3), (1.0, "key", "e", True), (3.0, "key", "e", False)]
+                  + [(3.0 + 0.1 * i, "drag", 5 * (-1) ** i, 0, 1) for i in range(6)]      # wobble on the thread
+                  + [(3.8, "key", "space", True), (3.9, "drag", 60, 0, 1), (4.4, "key", "space", False),
+                     (4.6, "key", "r", True), (4.65, "key", "r", False)])
+
+
+def test_bolting_turn_wobble_clutch_and_r_leave_no_force():
+    """Press the nut onto the bolt, turn half a turn, wobble, a clutch move, then `r` with the
+    nut on the thread: the part is never thrown, and after the reset the force is ~0 with the
+    handle inside the workspace.  Before: 20 N stayed on, the handle at the workspace edge."""
+    from app.lockstep import run_lockstep
+    tr, objs = run_lockstep("bolting", 9.0, BOLTING_EVENTS)
+    a = _check_not_thrown(tr, "bolting")
+    assert a["device_force"][-50:].max() < RESET_FORCE_BOUND, a["device_force"][-50:]
+    kb = objs["keyboard"]
+    assert np.linalg.norm(kb.p) < 0.9 * kb.capability.workspace_radius
+
+
+PEG_EVENTS = ([(0.2, "drag", -3, 0, 1)] + [(0.5 + i / 60, "scroll", -1) for i in range(15)]
+              + [(2.2 + 0.1 * i, "drag", 5 * (-1) ** (i // 2), 0, 1) if i % 2 == 0 else
+                 (2.2 + 0.1 * i, "drag", 0, 5 * (-1) ** (i // 2), 1) for i in range(12)])
+
+
+def test_peg_fast_scroll_into_the_bore_and_wobble_do_not_throw_it():
+    """Scroll 30 mm down in a quarter second, then wobble (alternating 1 mm drags) deep in the
+    bore."""
+    from app.lockstep import run_lockstep
+    tr, _ = run_lockstep("peg_in_hole", 3.5, PEG_EVENTS)
+    a = _check_not_thrown(tr, "peg_in_hole")
+    tilt = np.degrees(np.arccos(np.clip(a["proxy_R"][:, 2, 2], -1.0, 1.0)))
+    assert tilt.max() < 2.0                                          # no wobble (the issue: 20 deg)
+    assert a["part_p"][:, 2].max() <= a["part_p"][0, 2] + 1e-3       # never lifted above its start
