@@ -51,6 +51,35 @@ def physics_watchdog(age: float | None, safety: float) -> float:
     return min(1.0, safety + T_HAPTIC / STALL_RAMP_S)
 
 
+def make_coupling(cap, gains: dict):
+    """The coupling for a device of capability `cap` with the session's `gains`."""
+    from haptics.coupling import Coupling, CouplingGains, DeviceLimits
+    limits = DeviceLimits(max_force=cap.max_force, max_torque=cap.max_torque,
+                          max_stiffness=cap.max_stiffness, max_damping=cap.max_damping,
+                          max_force_rate=cap.max_force_rate, max_torque_rate=cap.max_torque_rate)
+    return Coupling(CouplingGains(**gains), limits, T=T_HAPTIC)
+
+
+def tick(dev, coupling, proxy, lc, now: float, safety: float, label: str = ""):
+    """One haptic tick after the wait: read the device -> coupling -> proxy step with the
+    local contact model `lc` -> write the device force.  Returns (the device sample, the
+    proxy's step info).
+    (``app.lockstep`` runs this same tick on a simulated clock.)"""
+    from devices.base import DeviceFault
+    s = dev.read(now)
+    if not (np.isfinite(s.p).all() and np.isfinite(s.q).all() and np.isfinite(s.v).all()
+            and np.isfinite(s.w).all()):
+        raise DeviceFault(f"device {label or dev.capability.name}: a sample with non-finite values "
+                          "(refused; zero force)")
+    # the watchdog's factor goes in before the limits, the rate limit and the
+    # passivity observer: the energy booked is that of the wrench sent
+    f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC,
+                                clutch=bool(s.buttons & 1), out_scale=safety)
+    info = proxy.step(F, B, lc, T_HAPTIC)          # the newest model, held through a stall
+    dev.write_force(f_dev)
+    return s, info
+
+
 def _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec) -> None:
     """Run every kernel once on throwaway objects, so numba loads or compiles before the
     first real tick (otherwise the first periods take hundreds of milliseconds)."""
@@ -70,7 +99,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     and start pose, workspace offset, coupling gains; ``status``: a queue for one-line
     events (realtime, faults, exit) as log records (``app.events``)."""
     from devices.base import DeviceFault, open_device
-    from haptics.coupling import Coupling, CouplingGains, DeviceLimits
+    from haptics.coupling import Coupling, CouplingGains
     from haptics.local_contact import PACKED_SIZE, LocalContact
     from haptics.proxy import Proxy
 
@@ -84,11 +113,8 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     rec = np.zeros(PROXY.size)          # before the device opens: a failing open still reports through it
     try:
         dev = open_device(spec["device"])
-        cap = dev.capability
-        limits = DeviceLimits(max_force=cap.max_force, max_torque=cap.max_torque,
-                              max_stiffness=cap.max_stiffness, max_damping=cap.max_damping,
-                              max_force_rate=cap.max_force_rate, max_torque_rate=cap.max_torque_rate)
-        coupling = Coupling(CouplingGains(**spec.get("gains", {})), limits, T=T_HAPTIC)
+        coupling = make_coupling(dev.capability, spec.get("gains", {}))
+        limits = coupling.limits
         proxy = Proxy(spec["mass"], np.array(spec["inertia"]), np.array(spec["p0"]), np.array(spec["R0"]))
         _warm_up(Coupling, CouplingGains, limits, Proxy, LocalContact, spec)
         # real-time priority only now: the start-up (numba loading or compiling) must not
@@ -109,7 +135,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         buf = np.empty(PACKED_SIZE)
         lc, lc_seq, lc_wall = None, 0, None
         safety = 1.0
-        tick = np.zeros(TICK.size)
+        rec_tick = np.zeros(TICK.size)
         clock = time.perf_counter
         parent = os.getppid()
         t0 = clock()
@@ -128,10 +154,6 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
             late = sleep_until(t0 + k * T_HAPTIC, clock=clock)
             start = clock()
             now = start - t0
-            s = dev.read(now)
-            if not (np.isfinite(s.p).all() and np.isfinite(s.q).all() and np.isfinite(s.v).all()
-                    and np.isfinite(s.w).all()):
-                raise DeviceFault(f"device {spec['device']}: a sample with non-finite values (refused; zero force)")
             seq = contact_slot.try_read(buf)
             if seq > 0 and seq != lc_seq:
                 lc_seq, lc_wall = seq, now
@@ -141,22 +163,17 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
                     lc = None
                     event(log, "warning", False, f"haptic loop: bad contact model ignored ({e})")
             safety = physics_watchdog(None if lc_wall is None else now - lc_wall, safety)
-            # the watchdog's factor goes in before the limits, the rate limit and the
-            # passivity observer: the energy booked is that of the wrench sent
-            f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC,
-                                        clutch=bool(s.buttons & 1), out_scale=safety)
-            proxy.step(F, B, lc, T_HAPTIC)          # the newest model, held through a stall
-            dev.write_force(f_dev)
+            s, _ = tick(dev, coupling, proxy, lc, now, safety, spec["device"])
             end = clock()
             PROXY.pack(rec, t=now, p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,
                        proxy_contact=proxy.contact_wrench, energy=coupling.observer_energy,
                        period=start - prev, work=end - start, late=late, realtime=float(realtime),
                        ticks=k, device_p=s.p, device_q=s.q)
             proxy_slot.write(rec)
-            TICK.pack(tick, t=now, dev_p=s.p, dev_q=s.q, dev_v=s.v, dev_w=s.w, buttons=s.buttons,
+            TICK.pack(rec_tick, t=now, dev_p=s.p, dev_q=s.q, dev_v=s.v, dev_w=s.w, buttons=s.buttons,
                       p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,
                       energy=coupling.observer_energy, period=start - prev, work=end - start)
-            ring.push(tick)
+            ring.push(rec_tick)
             prev = start
             if not math.isfinite(proxy.p_w.sum()):
                 raise FloatingPointError("proxy state is not finite")

@@ -229,11 +229,15 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
     keyboard = None
     device_label = device
-    if device == "keyboard":
+    script = None
+    if device == "keyboard" or device.startswith("keys:"):
         # the window's events arrive here, in the main process: run the keyboard/mouse state
-        # machine here and hand its samples to the haptic process through a seqlock slot
-        from devices.keyboard import KeyboardDevice
+        # machine here and hand its samples to the haptic process through a seqlock slot;
+        # "keys:PATH" plays a file of timed window events into it (devices.keyboard.KeyScript)
+        from devices.keyboard import KeyboardDevice, KeyScript
         from devices.shared import SAMPLE_SIZE, pack_sample
+        if device.startswith("keys:"):
+            script = KeyScript.load(device[len("keys:"):])
         keyboard = KeyboardDevice()
         keyboard.open()
         slots["input"] = SeqSlot(SAMPLE_SIZE)
@@ -307,6 +311,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
             if res.absorb(status):
                 stop.set()
             if keyboard is not None:
+                if script is not None:
+                    script.play(getattr(on_frame, "keys", None) or keyboard, time.perf_counter() - t0)
                 slots["input"].write(pack_sample(keyboard.read(time.perf_counter() - t0)))
             _, pv = slots["proxy"].read(prox_buf)
             res.energy = float(PROXY.get(pv, "energy")[0])

@@ -11,7 +11,9 @@ scroll                 moves the target along the bolt axis z (``metres_per_scro
 'e' or 'right' held    turns clockwise seen from above (-z; tightens a right-hand thread)
 'q' or 'left' held     turns counter-clockwise (+z; loosens)
 'space' held           clutch: button bit 0
-'r' pressed            back to the start pose (the session also returns the part: app.view.session)
+'r' pressed            back to the start pose through the clutch's map (``reset_position``;
+                       the session also undoes the turn and lets go of a held part:
+                       app.view.session.SessionKeys)
 =====================  =====================================================================
 
 Key names are lower-case pyglet symbol names (``pyglet.window.key.symbol_string(sym).lower()``);
@@ -19,8 +21,8 @@ mouse buttons use pyglet's bits (left 1, middle 2, right 4); pyglet's ``dy`` is 
 
 ``read(now)`` integrates: the yaw turns at ``turn_rate`` while a turn key is held, and the
 handle position follows the event-driven target through a first-order lag of time constant
-``smoothing`` (exact exponential update, so the 60 Hz mouse steps become a continuous 1 kHz
-motion with bounded velocity; ``smoothing = 0`` jumps).  Target and handle stay in the ball of
+``smoothing`` (exact exponential update; ``smoothing = 0`` jumps) whose speed is bounded by
+``max_speed`` (``MAX_SPEED``), so a drag or a scroll of any size is a glide.  Target and handle stay in the ball of
 the workspace radius.  There is no force output (``dof_out = 0``): ``write_force`` only keeps
 the clamped wrench for the HUD (``last_wrench``).
 """
@@ -44,12 +46,21 @@ LOOSEN_KEYS = frozenset({"q", "left"})
 CLUTCH_KEY = "space"
 RESET_KEY = "r"
 CLUTCH_BIT = 1 << 0
+# m/s, the handle's top speed: a scroll or a drag of any size becomes a glide of at most this
+# speed.  Unbounded, a fast scroll drove the handle at up to 1 m/s (a 30 mm scroll through a
+# 30 ms lag) and the part hit the bore or the thread at 0.3 m/s: 150-480 um of penetration on
+# the bolt and 3.2 mm on the peg, where the batch runs move at 10-20 mm/s (33-200 um).
+# 50 mm/s crosses the workspace in 2 s and keeps a session within 2x the batch's penetration
+# (tests/app/test_keyboard_sessions.py)
+MAX_SPEED = 0.05
+MAX_ACCEL = 0.2
 
 
 class KeyboardDevice(Device):
     def __init__(self, metres_per_pixel: float = 2e-4, metres_per_scroll: float = 2e-3,
                  turn_rate: float = math.pi / 2, smoothing: float = 0.03,
-                 start=(0.0, 0.0, 0.05), capability: Capability = KEYBOARD_CAPABILITY):
+                 start=(0.0, 0.0, 0.05), capability: Capability = KEYBOARD_CAPABILITY,
+                 max_speed: float = MAX_SPEED, max_accel: float = MAX_ACCEL):
         super().__init__(capability)
         self.metres_per_pixel = metres_per_pixel
         self.metres_per_scroll = metres_per_scroll
@@ -59,8 +70,16 @@ class KeyboardDevice(Device):
         self.target = self.start.copy()         # m, set by events
         self.p = self.start.copy()              # m, the handle (follows the target)
         self.yaw = 0.0                          # rad about the device z axis
+        self.max_speed = max_speed              # m/s, bound on the handle's speed
+        self.max_accel = max_accel              # m/s^2, bound on its acceleration
+        self._v = np.zeros(3)                   # m/s, the handle's velocity
         self.held: set[str] = set()
         self._last_now: float | None = None
+        # the clutch's workspace map, as the coupling keeps it: each clutch hold re-anchors
+        # the map by the handle's travel during the hold (haptics.coupling step 2), so the
+        # handle position that maps to the start pose is start + clutch_shift
+        self.clutch_shift = np.zeros(3)         # m, sum of the handle's travel while clutched
+        self._clutch_from: np.ndarray | None = None   # handle position at the clutched sample
 
     # -- events (from the view; call them in the thread that calls read) --------------------
     def on_event(self, kind: str, *args) -> None:
@@ -88,11 +107,16 @@ class KeyboardDevice(Device):
         if pressed:
             self.held.add(key)
             if key == RESET_KEY:
-                self.target = self.start.copy()
-                self.p = self.start.copy()
-                self.yaw = 0.0
+                self.reset_position()
         else:
             self.held.discard(key)
+
+    def reset_position(self) -> None:
+        """Send the handle back to the position the coupling's map takes to the start pose
+        (``start`` moved by what the clutch holds shifted the map); it travels there at the
+        handle's bounded speed.  (Jumping to ``start`` itself, as before, left the part 28 mm
+        off the axis after a clutch move; ``SessionKeys`` also undoes the turn.)"""
+        self.target = clamp_to_ball(self.start + self.clutch_shift, self.capability.workspace_radius)
 
     # -- the tick -------------------------------------------------------------------------
     @property
@@ -104,6 +128,28 @@ class KeyboardDevice(Device):
     def buttons(self) -> int:
         return CLUTCH_BIT if CLUTCH_KEY in self.held else 0
 
+    def _glide(self, dt: float) -> np.ndarray:
+        """The handle's step toward the target over `dt`: the first-order lag's velocity,
+        at most ``max_speed``, changed by at most ``max_accel`` dt, and never faster than it
+        can stop at the target (sqrt(2 a d)), so it glides there without overshoot."""
+        d = self.target - self.p
+        dist = math.sqrt(float(d @ d))
+        if dt <= 0.0 or dist == 0.0:
+            self._v = np.zeros(3)
+            return np.zeros(3)
+        if self.smoothing <= 0.0:
+            return d
+        speed = min(dist * (1.0 - math.exp(-dt / self.smoothing)) / dt, self.max_speed,
+                    math.sqrt(2.0 * self.max_accel * dist))
+        want = d * (speed / dist)
+        dv = want - self._v
+        n = math.sqrt(float(dv @ dv))
+        if n > self.max_accel * dt:
+            dv *= self.max_accel * dt / n
+        step = (self._v + dv) * dt
+        n = math.sqrt(float(step @ step))
+        return step * (dist / n) if n > dist else step
+
     def read(self, now: float) -> DeviceSample:
         self._require_open()
         dt = 0.0 if self._last_now is None else max(now - self._last_now, 0.0)
@@ -111,17 +157,64 @@ class KeyboardDevice(Device):
         wz = self.turn * self.turn_rate
         self.yaw += wz * dt
         p_old = self.p
-        if self.smoothing > 0.0:
-            self.p = p_old + (self.target - p_old) * (1.0 - math.exp(-dt / self.smoothing))
-        else:
-            self.p = self.target.copy()
-        self.p = clamp_to_ball(self.p, self.capability.workspace_radius)
+        self.p = clamp_to_ball(p_old + self._glide(dt), self.capability.workspace_radius)
         v = (self.p - p_old) / dt if dt > 0.0 else np.zeros(3)
+        self._v = v
+        buttons = self.buttons
+        if buttons & CLUTCH_BIT and self._clutch_from is None:
+            self._clutch_from = self.p.copy()
+        elif not buttons & CLUTCH_BIT and self._clutch_from is not None:
+            self.clutch_shift += self.p - self._clutch_from
+            self._clutch_from = None
         return DeviceSample(t=now, p=self.p.copy(), q=quat_about_z(self.yaw), v=v,
-                            w=np.array([0.0, 0.0, wz]), buttons=self.buttons)
+                            w=np.array([0.0, 0.0, wz]), buttons=buttons)
 
     def _apply_force(self, wrench: np.ndarray) -> None:
         pass                                     # no actuator; last_wrench keeps it for the HUD
+
+
+class KeyScript:
+    """Timed window events for a keyboard session without a window (tests, demos).
+
+    ``events``: (t s, kind, *args) with the kinds of ``KeyboardDevice.on_event`` -- ("drag",
+    dx, dy, buttons), ("scroll", dy), ("key", name, pressed).  ``play(target, now)`` hands
+    every event due by `now`, in time order, to `target`: the window's receiver (the
+    session's ``SessionKeys`` for keys, which passes them on to the device) or the device
+    itself -- the path a window's events take."""
+
+    def __init__(self, events=()):
+        evs = []
+        for i, e in enumerate(events):
+            e = tuple(e)
+            if not (len(e) >= 2 and isinstance(e[0], (int, float)) and not isinstance(e[0], bool)
+                    and math.isfinite(e[0]) and e[1] in ("drag", "scroll", "key")):
+                raise ValueError(f"keyboard script: event {i}: expected (t s, drag|scroll|key, *args), got {e!r}")
+            evs.append((float(e[0]), i, e[1], e[2:]))
+        self.events = [(t, kind, args) for t, _, kind, args in sorted(evs)]
+        self.next = 0
+
+    @classmethod
+    def load(cls, path: str) -> KeyScript:
+        """A script from a JSON file: a list of [t, kind, *args] (``keys:PATH`` sessions)."""
+        import json
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if not isinstance(data, list):
+                raise ValueError("expected a list of [t, kind, *args]")
+            return cls(data)
+        except (OSError, ValueError, TypeError) as e:
+            raise ValueError(f"keyboard script {path}: {str(e).splitlines()[0]}") from None
+
+    def play(self, target, now: float) -> None:
+        device = getattr(target, "keyboard", None) or target
+        while self.next < len(self.events) and self.events[self.next][0] <= now:
+            _, kind, args = self.events[self.next]
+            self.next += 1
+            if kind == "key" and hasattr(target, "on_key"):
+                target.on_key(*args)
+            else:
+                device.on_event(kind, *args)
 
 
 @register("keyboard", "keyboard", needs_arg=None)

@@ -41,6 +41,15 @@ the proxy port (a wrench F - B V+ for the proxy's PMI step).  Per tick, in this 
    The proxy side is evaluated at the tick's midpoint, as the drive of the physics loop
    (sim_core.drive): F0 - B_p V+ with B_p = (1 - c3)(K T/4 + B/2) -- implicit and passive for
    any stiffness.
+   3a. **Rotational slip.**  The rotation error is the shortest rotation from the proxy to
+   the handle (``log_so3``), so it turns round as the handle passes 180 deg from a blocked
+   proxy: a keyboard session held a docking plate at the torque limit, the error passed
+   180 deg, the torque reversed in one tick and the plate rose 22 mm and spun 134 deg.  The
+   handle is never allowed to wind that far: beyond ``rot_slip`` -- the angle at which
+   the spring's torque reaches what the device can render, max_torque / (s_r k_rot), at most
+   90 deg -- the map's rotation anchor slips with the hand, so the spring holds the proxy
+   at the device's torque limit however far the hand turns on, and lets go as soon as the
+   hand turns back.  (The slip only removes stored spring energy: passive.)
 4. **Output shaping.**  Start-up ramp (0 -> 1 linearly over ``startup_ramp``), clutch ramp,
    the caller's output scale (the haptic loop's physics watchdog), then the device's force
    and torque limits (the wrench is scaled down, direction kept).
@@ -97,12 +106,13 @@ from sim_core.math.so3 import exp_so3, log_so3
 
 # slots of CouplingState.scal
 T_ELAPSED, ENERGY, CLUTCHED, CLUTCH_GAIN, ANCHORED, PC_ALPHA_LIN, PC_ALPHA_ROT, PC_BOUNDED, \
-    NONFINITE, HELD, RATE_LIMITED, WORK_CAP, DEFICIT_SCALE = range(13)
+    NONFINITE, HELD, RATE_LIMITED, WORK_CAP, DEFICIT_SCALE, SLIPPED = range(14)
 # NONFINITE counts ticks refused (non-zero: off until reset); HELD is 1 once a wrench is held over
 # a valid device pose (the next tick settles its energy); RATE_LIMITED counts rate-limited
 # ticks; WORK_CAP (J) is the largest one-tick work the limits allow over the travel seen so
-# far, max_k (f_max |dx_k| + tau_max |dtheta_k|); DEFICIT_SCALE the last tick's deficit factor
-N_SCAL = 13
+# far, max_k (f_max |dx_k| + tau_max |dtheta_k|); DEFICIT_SCALE the last tick's deficit factor;
+# SLIPPED counts ticks on which the rotational slip moved the map (step 3a)
+N_SCAL = 14
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,20 @@ class Workspace:
     R_map: np.ndarray = field(default_factory=lambda: np.eye(3))   # device base axes -> world axes
 
 
+# the rotational slip never lets the spring's rotation error come near pi, where the shortest
+# rotation -- the error the spring pulls along -- turns round (a torque reversal in one tick)
+MAX_ROT_SLIP = math.pi / 2
+
+
+def rot_slip_angle(max_torque_world: float, k_rot: float) -> float:
+    """rad: the rotation error at which the spring's torque reaches what the device can render
+    (``max_torque`` in world units); winding past it would store torque the hand never feels.
+    At most ``MAX_ROT_SLIP``; a device without torque output gets ``MAX_ROT_SLIP``."""
+    if max_torque_world > 0.0 and k_rot > 0.0:
+        return min(MAX_ROT_SLIP, max_torque_world / k_rot)
+    return MAX_ROT_SLIP
+
+
 class CouplingParams(NamedTuple):
     """Everything the kernel needs that is fixed between re-configurations."""
     K: np.ndarray            # (6,) [N/m x3; N m/rad x3], after the max_stiffness clamp
@@ -165,6 +189,7 @@ class CouplingParams(NamedTuple):
     est_alpha: float         # low-pass factor of the operator-wrench estimate per tick
     device_mass: float       # kg, model of the device's moving mass in the estimate (0: none)
     pc_enabled: bool
+    rot_slip: float = math.pi / 2   # rad, the most rotational stretch the spring keeps (slip beyond)
 
 
 class CouplingState(NamedTuple):
@@ -302,6 +327,7 @@ def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_e
         S.anchor_R[1] = S.anchor_R[2]
         sc[CLUTCHED] = 0.0
     V_hw = np.zeros(6)                 # handle twist, world axes
+    dR = np.eye(3)
     if sc[CLUTCHED] == 0.0:
         p_h = S.anchor_p[1] + P.scale * (p_d - S.anchor_p[0])
         dR = R_d @ S.anchor_R[0].T
@@ -333,6 +359,18 @@ def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_e
     e = np.empty(6)
     e[:3] = p_h - p_p
     e[3:] = log_so3(R_p.T @ R_h)
+    # rotational slip (step 3a): the handle never winds more than ``rot_slip`` ahead of the
+    # proxy; beyond it the map's rotation anchor follows the hand (as a clutch would)
+    th = math.sqrt(e[3:] @ e[3:])
+    if th > P.rot_slip:
+        e[3:] *= P.rot_slip / th
+        R_h = R_p @ exp_so3(e[3:])
+        if sc[CLUTCHED] != 0.0:
+            S.anchor_R[2] = R_h
+        else:
+            S.anchor_R[1] = dR.T @ R_h
+        S.handle_R[:] = R_h
+        sc[SLIPPED] += 1.0
     V_h = np.empty(6)                  # handle twist in the proxy's convention [v_w; w in body]
     V_h[:3] = V_hw[:3]
     V_h[3:] = R_p.T @ V_hw[3:]
@@ -416,7 +454,8 @@ class Coupling:
             max_force_rate=float(limits.max_force_rate), max_torque_rate=float(limits.max_torque_rate),
             startup_ramp=float(startup_ramp), clutch_ramp=float(clutch_ramp),
             est_alpha=float(1.0 - math.exp(-2.0 * math.pi * estimator_cutoff * T)),
-            device_mass=float(device_mass), pc_enabled=bool(controller_enabled))
+            device_mass=float(device_mass), pc_enabled=bool(controller_enabled),
+            rot_slip=rot_slip_angle(limits.max_torque / sr, k_rot))
         self.state = new_state()
 
     # --- observer and controller ------------------------------------------------------

@@ -13,8 +13,8 @@ log closed, the summary printed).  With the keyboard device, ``r`` puts the prox
 the part, back at its start pose on the axis.  The keyboard device's own reset only returns
 the *handle* to where it started, and after a clutch (indexing) the workspace map no longer
 takes that handle position to the start: measured, a 28 mm clutch move left the part 28 mm off
-the axis.  So ``r`` moves the handle by the proxy's offset from the start, and once the proxy
-has come to rest, again by what is left, until it is within ``RESET_TOLERANCE``.
+the axis.  So ``r`` sends the handle to where the clutch's map takes it to the start, and lets
+go of a part that something holds (``SessionKeys``).
 """
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ KEYBOARD_HELP = [("keyboard device", ""),
                  ("e, right arrow", "turn clockwise seen from above"),
                  ("q, left arrow", "turn counter-clockwise"),
                  ("space, held", "clutch: the mouse moves alone"),
-                 ("r", "back to the start, on the axis")]
+                 ("r", "back to the start (lets go if held)")]
 SESSION_HELP = [("session", ""), ("Esc", "end the session")]
 
-RESET_FRAMES = 180         # frames (3 s at 60 Hz) the reset keeps trimming
-RESET_TOLERANCE = 0.05e-3  # m: close enough to the start to stop trimming
-RESET_SETTLED = 0.01e-3    # m per frame: the proxy has come to rest (0.6 mm/s at 60 Hz); trim only then
+RESET_FRAMES = 300         # frames (5 s at 60 Hz) the reset waits for the part to come back
+RESET_TOLERANCE = 0.05e-3  # m: back at the start
+RESET_SETTLED = 0.01e-3    # m per frame: at rest (0.6 mm/s at 60 Hz); held away if not back by then
 
 
 def _yaw(R: np.ndarray) -> float:
@@ -48,14 +48,23 @@ def _yaw(R: np.ndarray) -> float:
 
 class SessionKeys:
     """The keys the session itself answers (Escape; ``r`` with the keyboard device); every
-    other key goes on to the device.  ``frame(p, R)`` once a frame with the proxy's pose."""
+    other key goes on to the device.  ``frame(p, R)`` once a frame with the proxy's pose.
+
+    ``r``: the keyboard's handle goes back to the position its clutch map takes to the start
+    (``KeyboardDevice.reset_position``) and its yaw turns back by the proxy's turn (the
+    shortest way); the proxy, and with it the part, follows.  If the part cannot follow -- the
+    nut on the thread -- then once proxy and handle have come to rest (or after
+    ``RESET_FRAMES``) the handle is put on the proxy: the part stays where it is held, with no
+    force on it.  (Before, ``r`` kept moving the handle by the proxy's offset from the start
+    while the thread held the nut: the handle ran to the workspace edge and 20 N stayed on.)"""
 
     def __init__(self, keyboard=None):
         self.keyboard = keyboard
         self.quit = False
         self.start: tuple | None = None          # the proxy's first pose: the scenario's start
         self.now: tuple | None = None            # its latest pose (p_w, R_wb)
-        self.resetting = 0                       # frames of trimming left
+        self.resetting = 0                       # frames of the reset left
+        self.released = False                    # the last reset let go of a held part
 
     def on_key(self, key: str, pressed: bool) -> None:
         if key == "escape":
@@ -63,7 +72,8 @@ class SessionKeys:
         elif key == "r" and self.keyboard is not None:
             if pressed and self.start is not None:
                 self.resetting = RESET_FRAMES
-                self._move_handle()
+                self.released = False
+                self._back_to_start()
         elif self.keyboard is not None:
             self.keyboard.on_key(key, pressed)
 
@@ -73,24 +83,29 @@ class SessionKeys:
         if self.start is None:
             self.start = self.now
         elif self.resetting:
-            # the first move leaves what the coupling's stretch hid; trim it once the proxy
-            # and the handle have come to rest (trimming while they move would overshoot)
             self.resetting -= 1
             kb = self.keyboard
             if np.linalg.norm(self.start[0] - self.now[0]) < RESET_TOLERANCE:
                 self.resetting = 0
-            elif (np.linalg.norm(self.now[0] - before[0]) < RESET_SETTLED
-                  and np.linalg.norm(kb.target - kb.p) < RESET_SETTLED):
-                self._move_handle()
+            elif self.resetting == 0 or (np.linalg.norm(self.now[0] - before[0]) < RESET_SETTLED
+                                         and np.linalg.norm(kb.target - kb.p) < RESET_SETTLED):
+                self._let_go()
 
-    def _move_handle(self) -> None:
-        """Move the keyboard's target by the proxy's offset from its start (the session's
-        workspace map: scale 1, device axes = world axes), and its yaw likewise."""
+    def _back_to_start(self) -> None:
+        kb = self.keyboard
+        kb.reset_position()
+        kb.yaw += math.remainder(_yaw(self.start[1]) - _yaw(self.now[1]), 2.0 * math.pi)
+
+    def _let_go(self) -> None:
+        """The part is held away from the start: put the handle on the proxy (the map is
+        scale 1, device axes = world axes), so the coupling pulls no more."""
         from devices.base import clamp_to_ball
         kb = self.keyboard
         (p0, R0), (p, R) = self.start, self.now
-        kb.target = clamp_to_ball(kb.target + (p0 - p), kb.capability.workspace_radius)
-        kb.yaw += math.remainder(_yaw(R0) - _yaw(R), 2.0 * math.pi)
+        kb.target = clamp_to_ball(kb.target + (p - p0), kb.capability.workspace_radius)
+        kb.yaw += math.remainder(_yaw(R) - _yaw(R0), 2.0 * math.pi)
+        self.resetting = 0
+        self.released = True
 
 
 def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None,

@@ -69,7 +69,9 @@ def log_so3(R):
         for i in range(3):
             if B[i, i] > B[k, k]:
                 k = i
-        axis = B[:, k] / math.sqrt(max(B[k, k], 1e-300))
+        # B = (1 - c) a a^T: column k is (1 - c) a_k a; normalize it (dividing by
+        # sqrt(B[k, k]) alone left a factor sqrt(1 - c) ~ sqrt(2): a 180 deg error read 255 deg)
+        axis = B[:, k] / math.sqrt(max(B[0, k] ** 2 + B[1, k] ** 2 + B[2, k] ** 2, 1e-300))
         if axis @ v < 0.0:
             axis = -axis
         return th * axis

@@ -60,16 +60,17 @@ def _clutch_move(kb, coupling, keys):
     return _run(kb, coupling, keys, t, 0.5)
 
 
-def test_the_devices_own_reset_leaves_the_proxy_off_axis_after_a_clutch_move():
-    """Why the session answers `r` itself: the device returns its handle to where it started,
-    which after indexing is no longer where the proxy started."""
+def test_the_devices_own_reset_follows_the_clutch_map():
+    """The device's own reset returns the handle to where the clutch's map takes it to the
+    start (issue 23; it returned to where the handle started, 28 mm off the axis after
+    indexing)."""
     kb = KeyboardDevice()
     kb.open()
     c = Coupling(kb)
     t = _clutch_move(kb, c, None)
     kb.on_key("r", True)
     _run(kb, c, None, t, 2.0)
-    assert np.linalg.norm(c.proxy - START) > 0.9 * CLUTCH_MOVE_PX * kb.metres_per_pixel      # 28 mm
+    assert np.linalg.norm(c.proxy - START) < 2 * RESET_TOLERANCE
 
 
 def test_r_puts_the_proxy_back_at_its_start_after_a_clutch_move():
