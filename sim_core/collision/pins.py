@@ -95,8 +95,9 @@ def _support_dirs() -> np.ndarray:
 SUPPORT_DIRS = _support_dirs()   # (21,3): 12 horizontal first, then the pole and 8 at 45 deg down
 N_RING = 12
 N_EXACT = 6                      # wall at A and B, two rim points, top face at A and B
+N_RIM_RING = N_RING              # rim points at the ring directions, each against its nearest axis point
 N_EDGES = 4                      # the top face's outer edges (a pin's body lying across one)
-MAX_PER_PIN = N_EXACT + SUPPORT_DIRS.shape[0] + N_RING + N_EDGES
+MAX_PER_PIN = N_EXACT + SUPPORT_DIRS.shape[0] + N_RING + N_RIM_RING + N_EDGES
 KEYS_PER_PIN = MAX_PER_PIN
 
 
@@ -358,6 +359,23 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
                 key_out[m] = i * KEYS_PER_PIN + 2 + slot
                 m += 1
                 slot += 1
+        # the rim at fixed points r n_k (the ring directions) against the segment's nearest
+        # point: exact gaps of those rim points, reported while the rim is within reach
+        if slot > 0:
+            DD = Dx * Dx + Dy * Dy + Dz * Dz
+            for k in range(N_RIM_RING):
+                Rx, Ry = r * sup[k, 0], r * sup[k, 1]
+                t = ((Rx - Px) * Dx + (Ry - Py) * Dy - Pz * Dz) / DD if DD > 0.0 else 0.0
+                t = min(max(t, 0.0), 1.0)
+                wx, wy, wz = Px + t * Dx - Rx, Py + t * Dy - Ry, Pz + t * Dz
+                dl = math.sqrt(wx * wx + wy * wy + wz * wz)
+                gap = dl - rho
+                if gap < band and dl > 1e-15:
+                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = cx + Rx, cy + Ry, 0.0
+                    n_out[m, 0], n_out[m, 1], n_out[m, 2] = wx / dl, wy / dl, wz / dl
+                    d_out[m] = gap
+                    key_out[m] = i * KEYS_PER_PIN + N_EXACT + sup.shape[0] + N_RING + k
+                    m += 1
         # the block's outer top edges against the pin's body (an end there is the case above);
         # none can be within reach when both ends are that far inside the face's rectangle
         inner = rho + band
