@@ -19,13 +19,30 @@ points within r of the ray from P0 = (0, 0, -h) upward, cut by the top face z = 
   The print searches the rim by repeated subdivision into eight points, which need not find
   the global minimum (the distance along the rim is not unimodal) and has no stated
   accuracy.  Here the distance from the segment point S(t) to the circle is closed form,
-  g(t)^2 = (|S_xy(t)| - r)^2 + S_z(t)^2, so the search is over t in [0, 1]: g's derivative
-  is sampled on ``RIM_INTERVALS`` intervals, each sign change (- to +) is a local minimum,
-  refined by regula falsi (Illinois) to a bracket of ``RIM_T_TOL`` (to rounding); the ends count when
-  g rises or falls out of them.  The two nearest local minima are kept (a pin lying across
-  the hole touches the rim on both sides).  The rim point is r S_xy/|S_xy|, the gap
-  g - rho, the normal (S - R)/|S - R|.  Caps and body are one case here (the segment's
-  distance includes its ends).
+  g(t)^2 = (u(t) - r)^2 + S_z(t)^2 with u = |S_xy|, and the search is over t in [0, 1], with
+  every local minimum bracketed by the derivation below (sampling g' at fixed t missed the
+  minima where the pin's axis passes near the hole's: a local maximum of g between two minima
+  inside one interval, 0.16 mm wrong; and g' is undefined on the axis).  Let a = |D_xy|, d0 the
+  xy distance of the pin's line from the hole's axis, w = a (t - t*) the signed xy distance
+  along the line from its point nearest the axis, so u = sqrt(d0^2 + w^2).  For f = g^2/2,
+
+      f'(t)  = a (w - r w/u) + S_z D_z,
+      f''(t) = |D|^2 - r a^2 d0^2 / u^3.
+
+  f'' grows with |w|, so f' rises for |w| > w1, falls for |w| < w1, where u(w1)^3 =
+  r a^2 d0^2/|D|^2 (no falling stretch when that u is <= d0).  f' rising-falling-rising has
+  at most one zero with f' going - to + on each rising stretch, so g has at most two interior
+  local minima and (with the ends) at most two in all: t = 0 is one when f'(0) >= 0, t = 1
+  when f'(1) <= 0, and each rising stretch [lo, hi] inside [0, 1] holds one exactly when
+  f'(lo) < 0 < f'(hi), refined by regula falsi (Illinois) to a bracket of ``RIM_T_TOL``.  On
+  the axis (d0 = 0) the falling stretch shrinks to a kink at w = 0 where f' jumps down by
+  2 a r (a local maximum of g, never a minimum); the stretches' ends there take f''s one-
+  sided limits.  A pin parallel to the axis (a = 0) has f' = S_z D_z: one minimum, at S_z = 0
+  (clamped).  Both minima are kept (a pin lying across the hole touches the rim on both
+  sides).  The rim point is r S_xy/|S_xy|, the gap g - rho, the normal (S - R)/|S - R|; where
+  the nearest S is on the hole's axis (within ``RIM_AXIS_TOL``: an upright pin on the axis, or
+  an end there) every rim point is nearest, and two opposite ones are reported, along the
+  pin's tilt.  Caps and body are one case here (the segment's distance includes its ends).
 * **top face, edges and sides** (the seed's "surfaces of the box"): a pin end outside the
   hole's circle and less than rho below the top face: over the face, gap E_z - rho, normal
   +z, point under E (the lowest point of a capsule above a plane is an end); beyond the
@@ -62,9 +79,10 @@ import math
 import numpy as np
 from numba import njit
 
-RIM_INTERVALS = 16            # samples of the rim distance's derivative along the pin
 RIM_BISECTIONS = 60           # at most this many steps refining a bracket
 RIM_T_TOL = 1e-15             # bracket width (of t in [0, 1]): 1e-15 of the pin, ~5e-17 m
+RIM_AXIS_TOL = 1e-12          # m: a nearest segment point closer than this to the hole's axis
+                              # is on it (every rim point nearest to within 2e-12 m)
 
 
 def _support_dirs() -> np.ndarray:
@@ -77,20 +95,20 @@ def _support_dirs() -> np.ndarray:
 SUPPORT_DIRS = _support_dirs()   # (21,3): 12 horizontal first, then the pole and 8 at 45 deg down
 N_RING = 12
 N_EXACT = 6                      # wall at A and B, two rim points, top face at A and B
+N_RIM_RING = N_RING              # rim points at the ring directions, each against its nearest axis point
 N_EDGES = 4                      # the top face's outer edges (a pin's body lying across one)
-MAX_PER_PIN = N_EXACT + SUPPORT_DIRS.shape[0] + N_RING + N_EDGES
+MAX_PER_PIN = N_EXACT + SUPPORT_DIRS.shape[0] + N_RING + N_RIM_RING + N_EDGES
 KEYS_PER_PIN = MAX_PER_PIN
 
 
 @njit(cache=True, inline="always")
-def _dg(t, Px, Py, Pz, Dx, Dy, Dz, r):
-    """d/dt of g^2 / 2 for the segment S(t) = P + t D against the circle of radius r in z = 0
-    (NaN where S is on the circle's axis)."""
-    x, y, z = Px + t * Dx, Py + t * Dy, Pz + t * Dz
-    u = math.sqrt(x * x + y * y)
-    if u < 1e-300:
-        return math.nan
-    return (1.0 - r / u) * (x * Dx + y * Dy) + z * Dz
+def _k(t, w, side, Pz, Dz, r, a, d0):
+    """f'(t) for f = g^2/2 (see ``rim_minima``), given w = a (t - t*) (the signed distance along
+    the xy projection of the pin's line from its point nearest the hole's axis).  On the axis
+    (d0 = w = 0, a kink) ``side`` (-1 or +1) picks the limit from the left or the right."""
+    u = math.sqrt(d0 * d0 + w * w)
+    phi = w / u if u > 0.0 else side
+    return a * (w - r * phi) + (Pz + t * Dz) * Dz
 
 
 @njit(cache=True, inline="always")
@@ -101,32 +119,29 @@ def _g2(t, Px, Py, Pz, Dx, Dy, Dz, r):
 
 
 @njit(cache=True)
-def _root(lo, hi, flo, fhi, Px, Py, Pz, Dx, Dy, Dz, r):
-    """The zero of g' in [lo, hi] (flo < 0 < fhi): the Illinois variant of regula falsi,
-    superlinear, kept in the bracket; ends when the bracket is below ``RIM_T_TOL`` or g'
-    vanishes (at most ``RIM_BISECTIONS`` steps)."""
-    side = 0
+def _root(lo, hi, klo, khi, side, wA, Pz, Dz, r, a, d0):
+    """The zero of f' in [lo, hi], where f' increases (klo < 0 < khi): the Illinois variant of
+    regula falsi, superlinear, kept in the bracket; ends when the bracket is below ``RIM_T_TOL``
+    or f' vanishes (at most ``RIM_BISECTIONS`` steps)."""
+    sgn = 0
     x = lo
     for _ in range(RIM_BISECTIONS):
-        x = (lo * fhi - hi * flo) / (fhi - flo)
+        x = (lo * khi - hi * klo) / (khi - klo)
         if not (lo < x < hi):
             x = 0.5 * (lo + hi)
-        fx = _dg(x, Px, Py, Pz, Dx, Dy, Dz, r)
-        if fx != fx:                              # on the circle's axis (a kink, not a minimum)
-            x = 0.5 * (lo + hi)
-            fx = _dg(x, Px, Py, Pz, Dx, Dy, Dz, r)
-        if fx == 0.0:
+        kx = _k(x, wA + a * x, side, Pz, Dz, r, a, d0)
+        if kx == 0.0:
             return x
-        if fx < 0.0:
-            lo, flo = x, fx
-            if side == -1:
-                fhi *= 0.5
-            side = -1
+        if kx < 0.0:
+            lo, klo = x, kx
+            if sgn == -1:
+                khi *= 0.5
+            sgn = -1
         else:
-            hi, fhi = x, fx
-            if side == 1:
-                flo *= 0.5
-            side = 1
+            hi, khi = x, kx
+            if sgn == 1:
+                klo *= 0.5
+            sgn = 1
         if hi - lo <= RIM_T_TOL:
             break
     return x
@@ -155,34 +170,66 @@ def segment_segment(Ax, Ay, Az, Dx, Dy, Dz, Ex, Ey, Ez, Fx, Fy, Fz):
 
 
 @njit(cache=True)
+def _keep(t, g2, best0, t0, best1, t1):
+    """Insert the minimum (t, g2) into the two nearest (best0, t0) <= (best1, t1)."""
+    if g2 < best0:
+        return g2, t, best0, t0
+    if g2 < best1:
+        return best0, t0, g2, t
+    return best0, t0, best1, t1
+
+
+@njit(cache=True)
 def rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, out_t):
-    """Local minima of the distance from S(t) = P + t D, t in [0, 1], to the circle
-    |xy| = r, z = 0: writes up to two parameters into out_t (2,), nearest first; returns how many."""
+    """Local minima of the distance g(t) from S(t) = P + t D, t in [0, 1], to the circle
+    |xy| = r, z = 0: writes up to two parameters into out_t (2,), nearest first; returns how
+    many (there are never more than two; see the module's docstring for the derivation)."""
+    a2 = Dx * Dx + Dy * Dy
+    D2 = a2 + Dz * Dz
+    if D2 == 0.0:                                 # a point
+        out_t[0] = 0.0
+        return 1
+    if a2 < 1e-300:                               # parallel to the axis: u constant, f' = z Dz
+        out_t[0] = min(max(-Pz / Dz, 0.0), 1.0) if Dz != 0.0 else 0.0
+        return 1
+    a = math.sqrt(a2)
+    d0 = abs(Px * Dy - Py * Dx) / a               # the line's xy distance from the axis
+    wA = (Px * Dx + Py * Dy) / a                  # w at t = 0; w(t) = wA + a t
+    # f' decreases where u^3 < u1^3 = r a^2 d0^2 / |D|^2, i.e. for |w| < w1
+    u1 = (r * a2 * d0 * d0 / D2) ** (1.0 / 3.0)
+    split = u1 > d0 or d0 == 0.0                  # else f' increases on all of [0, 1]
+    w1 = math.sqrt(u1 * u1 - d0 * d0) if u1 > d0 else 0.0
     best0, best1 = math.inf, math.inf
     t0, t1 = -1.0, -1.0
-    n = RIM_INTERVALS
-    prev_t, prev_d = 0.0, _dg(0.0, Px, Py, Pz, Dx, Dy, Dz, r)
-    if prev_d >= 0.0:                             # rising out of t = 0 (or flat): a minimum at the end
-        best0, t0 = _g2(0.0, Px, Py, Pz, Dx, Dy, Dz, r), 0.0
-    for i in range(1, n + 1):
-        t = i / n
-        d = _dg(t, Px, Py, Pz, Dx, Dy, Dz, r)
-        if prev_d < 0.0 and d >= 0.0:             # a minimum inside [prev_t, t]: g' = 0 there
-            tm = t if d == 0.0 else _root(prev_t, t, prev_d, d, Px, Py, Pz, Dx, Dy, Dz, r)
-            gm = _g2(tm, Px, Py, Pz, Dx, Dy, Dz, r)
-            if gm < best0:
-                best1, t1 = best0, t0
-                best0, t0 = gm, tm
-            elif gm < best1:
-                best1, t1 = gm, tm
-        prev_t, prev_d = t, d
-    if prev_d < 0.0:                              # falling into t = 1: a minimum at the end
-        gm = _g2(1.0, Px, Py, Pz, Dx, Dy, Dz, r)
-        if gm < best0:
-            best1, t1 = best0, t0
-            best0, t0 = gm, 1.0
-        elif gm < best1:
-            best1, t1 = gm, 1.0
+    # the ends: t = 0 a minimum when f rises out of it, t = 1 when f falls into it
+    if _k(0.0, wA, 1.0, Pz, Dz, r, a, d0) >= 0.0:
+        best0, t0, best1, t1 = _keep(0.0, _g2(0.0, Px, Py, Pz, Dx, Dy, Dz, r), best0, t0, best1, t1)
+    if _k(1.0, wA + a, -1.0, Pz, Dz, r, a, d0) <= 0.0:
+        best0, t0, best1, t1 = _keep(1.0, _g2(1.0, Px, Py, Pz, Dx, Dy, Dz, r), best0, t0, best1, t1)
+    # inside: one zero of f' (- to +) at most on each stretch where f' increases, w <= -w1
+    # (side -1) and w >= w1 (side +1)
+    for piece in range(2):
+        if piece == 0:
+            lo, wlo = 0.0, wA
+            hi, whi = (-w1 - wA) / a, -w1
+            if hi >= 1.0 or not split:
+                hi, whi = 1.0, wA + a
+            side = -1.0
+        else:
+            if not split:
+                break
+            lo, wlo = (w1 - wA) / a, w1
+            hi, whi = 1.0, wA + a
+            if lo <= 0.0:
+                lo, wlo = 0.0, wA
+            side = 1.0
+        if not (lo < hi):
+            continue
+        klo = _k(lo, wlo, side, Pz, Dz, r, a, d0)
+        khi = _k(hi, whi, side, Pz, Dz, r, a, d0)
+        if klo < 0.0 < khi:
+            tm = _root(lo, hi, klo, khi, side, wA, Pz, Dz, r, a, d0)
+            best0, t0, best1, t1 = _keep(tm, _g2(tm, Px, Py, Pz, Dx, Dy, Dz, r), best0, t0, best1, t1)
     k = 0
     if t0 >= 0.0:
         out_t[k] = t0
@@ -195,15 +242,17 @@ def rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, out_t):
 
 @njit(cache=True, nogil=True)
 def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_b, band,
-                x_out, n_out, d_out, key_out, sup=SUPPORT_DIRS):
+                x_out, n_out, d_out, key_out):
     """All pins of one body against one hole block.  seg_b (P,2,3) m: each pin's [A, B] from
     the body's COM, body axes; rho m its radius; (R_wb, p_w) the body's pose; (R_ws, p_ws)
     the block's; holes_xy (H,2) m; r, h m; half_a, half_b m the top face's half sizes; band m.
     Writes contacts with gap < band into x_out (>= 6P, 3) m (points on the block), n_out
     (unit, pushing the pin, world), d_out (m, negative: penetration), key_out; returns how
-    many."""
+    many.  (No argument has a default: numba types an omitted array default by its id(), a
+    new signature in every process -- compiled afresh each run and cached once more.)"""
     m = 0
     tt = np.empty(2)
+    sup = SUPPORT_DIRS            # a global array: frozen into the machine code as a constant
     # body -> block frame: M = R_ws^T R_wb, t = R_ws^T (p_w - p_ws); scalar arithmetic below
     # (no temporaries per pin or per contact)
     M = np.empty((3, 3))
@@ -273,29 +322,60 @@ def detect_pins(seg_b, rho, R_wb, p_w, R_ws, p_ws, holes_xy, r, h, half_a, half_
         Px, Py, Pz = A[0] - cx, A[1] - cy, A[2]
         Dx, Dy, Dz = B[0] - A[0], B[1] - A[1], B[2] - A[2]
         k = rim_minima(Px, Py, Pz, Dx, Dy, Dz, r, tt)
+        slot = 0
         for s in range(k):
             t = tt[s]
             sx, sy, sz = Px + t * Dx, Py + t * Dy, Pz + t * Dz
             u = math.sqrt(sx * sx + sy * sy)
-            if u < 1e-15:
-                continue
-            Rx, Ry = r * sx / u, r * sy / u
-            wx, wy, wz = sx - Rx, sy - Ry, sz
-            dl = math.sqrt(wx * wx + wy * wy + wz * wz)
-            gap = dl - rho
-            if gap >= band:
-                continue
-            if dl > 1e-15:
-                nx, ny, nz = wx / dl, wy / dl, wz / dl
-            elif sz > 0.0:
-                nx, ny, nz = 0.0, 0.0, 1.0
+            if u >= RIM_AXIS_TOL:
+                ex_, ey_ = sx / u, sy / u
+                npts = 1
             else:
-                nx, ny, nz = -sx / u, -sy / u, 0.0
-            x_out[m, 0], x_out[m, 1], x_out[m, 2] = cx + Rx, cy + Ry, 0.0
-            n_out[m, 0], n_out[m, 1], n_out[m, 2] = nx, ny, nz
-            d_out[m] = gap
-            key_out[m] = i * KEYS_PER_PIN + 2 + s
-            m += 1
+                # S on the hole's axis: every rim point is nearest (the contact is the whole
+                # rim); two opposite ones, along the pin's tilt (the block's x when upright),
+                # whose pushes cancel sideways as the ring's do
+                a_ = math.sqrt(Dx * Dx + Dy * Dy)
+                ex_, ey_ = (Dx / a_, Dy / a_) if a_ > 1e-150 else (1.0, 0.0)
+                npts = 2
+            for q in range(npts):
+                if slot >= 2:
+                    break
+                sg = 1.0 if q == 0 else -1.0
+                Rx, Ry = r * sg * ex_, r * sg * ey_
+                wx, wy, wz = sx - Rx, sy - Ry, sz
+                dl = math.sqrt(wx * wx + wy * wy + wz * wz)
+                gap = dl - rho
+                if gap >= band:
+                    break
+                if dl > 1e-15:
+                    nx, ny, nz = wx / dl, wy / dl, wz / dl
+                elif sz > 0.0:
+                    nx, ny, nz = 0.0, 0.0, 1.0
+                else:
+                    nx, ny, nz = -sg * ex_, -sg * ey_, 0.0
+                x_out[m, 0], x_out[m, 1], x_out[m, 2] = cx + Rx, cy + Ry, 0.0
+                n_out[m, 0], n_out[m, 1], n_out[m, 2] = nx, ny, nz
+                d_out[m] = gap
+                key_out[m] = i * KEYS_PER_PIN + 2 + slot
+                m += 1
+                slot += 1
+        # the rim at fixed points r n_k (the ring directions) against the segment's nearest
+        # point: exact gaps of those rim points, reported while the rim is within reach
+        if slot > 0:
+            DD = Dx * Dx + Dy * Dy + Dz * Dz
+            for k in range(N_RIM_RING):
+                Rx, Ry = r * sup[k, 0], r * sup[k, 1]
+                t = ((Rx - Px) * Dx + (Ry - Py) * Dy - Pz * Dz) / DD if DD > 0.0 else 0.0
+                t = min(max(t, 0.0), 1.0)
+                wx, wy, wz = Px + t * Dx - Rx, Py + t * Dy - Ry, Pz + t * Dz
+                dl = math.sqrt(wx * wx + wy * wy + wz * wz)
+                gap = dl - rho
+                if gap < band and dl > 1e-15:
+                    x_out[m, 0], x_out[m, 1], x_out[m, 2] = cx + Rx, cy + Ry, 0.0
+                    n_out[m, 0], n_out[m, 1], n_out[m, 2] = wx / dl, wy / dl, wz / dl
+                    d_out[m] = gap
+                    key_out[m] = i * KEYS_PER_PIN + N_EXACT + sup.shape[0] + N_RING + k
+                    m += 1
         # the block's outer top edges against the pin's body (an end there is the case above);
         # none can be within reach when both ends are that far inside the face's rectangle
         inner = rho + band

@@ -8,8 +8,22 @@ u_i = G_i V+.  Conditions, velocity level on V_{k+1} (seed 000 eqs. (2), (3)):
   * Signorini with penetration correction: 0 <= lambda_n  _|_  u_n - b_n >= 0, where for a
     gap d >= 0, b_n = min(0, -2d/T - u_n,k) (the pose moves with the midpoint velocity, so
     this closes the gap exactly by the end of the step without asking for a rebound), and
-    for a penetration d < 0, b_n = -beta d / T (a fraction beta pushed out per step);
+    for a penetration d < 0, b_n = min(-beta d / T, -u_n,k) (a fraction beta pushed out per
+    step, as far as that does no work: below);
   * Coulomb cone ||lambda_t|| <= mu lambda_n (the exact disk, not a pyramid).
+No positive work.  PMI's energy balance (``pmi``) makes the contacts' work over a step exactly
+T sum_i lambda_i . (u_i,k + u_i,k+1)/2 with u = G V: the impulse times the midpoint velocity.
+Where lambda_n > 0 the solve ends with u_n,k+1 = b_n, so a frictionless contact's work is
+T lambda_n (u_n,k + b_n)/2, and it is <= 0 for every lambda_n >= 0 exactly when
+b_n <= -u_n,k.  The gap target meets that (-2d/T - u_n,k <= -u_n,k).  The old penetration
+target b_n = -beta d/T did not: in a wedge (a 1 deg pin in its zero-clearance hole) pushing
+micrometres out along two nearly opposite normals moves the body millimetres -- it
+straightened the pin against its drive and pushed it in, +0.079 J against 0.042 J from the
+push.  So the correction is capped at -u_n,k: it may turn an approach into a separation at
+most as fast (a penetrating contact that was approaching is pushed out, a body resting in a
+penetration stays where it is, never pushed against what presses it).  Penetration then
+comes only from the linearization and the solver's tolerance, and no longer grows on its own.
+Friction is apart: it works at u_t,k+1 (maximum dissipation there, ``solver_sor``).
 Each sweep solves contact i's normal row with the others fixed, then its tangential 2x2 block
 and projects onto the disk -- the classic PGS that the seed solver will be compared with.
 """
@@ -98,17 +112,19 @@ def normal_targets(G, V_prev, d, T, beta):
     """Signorini targets b_n per contact (velocity level): for a gap d >= 0 the pose moves
     with the midpoint velocity, so allow the approach that closes the gap by the end of the
     step, T (u_k + u_k+1)/2 = -d, and never demand a rebound (cap at 0); a penetration is
-    pushed out by the fraction beta per step."""
+    pushed out by the fraction beta per step, but never faster than the contact approached
+    (b_n <= -u_k: the contact's work T lambda_n (u_k + b_n)/2 is never positive; module
+    docstring)."""
     m, n = G.shape[0], G.shape[2]
     b = np.empty(m)
     for i in range(m):
+        u = 0.0
+        for j in range(n):
+            u += G[i, 0, j] * V_prev[j]
         if d[i] >= 0.0:
-            u = 0.0
-            for j in range(n):
-                u += G[i, 0, j] * V_prev[j]
             b[i] = min(0.0, -2.0 * d[i] / T - u)
         else:
-            b[i] = -beta * d[i] / T
+            b[i] = min(-beta * d[i] / T, -u)
     return b
 
 
