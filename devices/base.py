@@ -23,7 +23,12 @@ take an injectable ``clock`` and ``sleep``.
 
 Faults: anything that makes the input untrustworthy (disconnect, garbage, silence beyond a
 watchdog) raises ``DeviceFault`` with a one-line message naming the device and what went wrong.
-A driver that faults has already tried to command zero force before raising.
+A driver that faults has already tried to command zero force before raising.  A hardware
+driver (serial, SpaceMouse) also refuses a sample that cannot be its handle's
+(``sample_problem``: non-finite, past ``Capability.max_reach``, ``max_speed`` or
+``max_angular_speed``, a non-unit quaternion) and names the field; synthetic devices do not
+(the adversarial scripts exceed those bounds on purpose, and a replay plays back what they
+made), and the haptic loop refuses non-finite samples from any device.
 """
 from __future__ import annotations
 
