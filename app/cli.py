@@ -350,6 +350,24 @@ def _parts() -> list:
     return sorted(profiles.all_parts()) + ["all"]
 
 
+def _device(text: str) -> str:
+    """--device: a known driver, with its argument (opening it is the session's)."""
+    from devices.base import spec_problem
+    if bad := spec_problem(text):
+        raise argparse.ArgumentTypeError(bad)
+    return text
+
+
+def _new_file(text: str) -> str:
+    """An output file's path (--summary-json): not a folder, in a folder that exists -- known
+    before the run, not after it."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder; give the file's path")
+    if not Path(text).resolve().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: its folder does not exist")
+    return text
+
+
 TASKS = ("peg_in_hole", "bolting")              # the tasks with trained networks and reference data
 _positive_int = _ranged(int, lo=1)
 _count = _ranged(int, lo=0)                     # 0: the default (one per CPU, CMA-ES's, none)
@@ -369,7 +387,7 @@ _tolerance = _ranged(float, lo=0.0)             # --tolerance: a finite deviatio
 # every numeric or named option's type, by command (set on the parsers by ``_typed``; a test
 # checks that no option is left a bare int or float)
 OPTION_TYPES = {
-    "run": {"--duration": _duration},
+    "run": {"--duration": _duration, "--device": _device, "--summary-json": _new_file},
     "assets build": {"--triangles": _ranged(int, lo=100, hi=2_000_000)},   # ~100: a thread resolved at all
     "train sdf": {"--part": _one_of(_parts, "part"), "--steps": _positive_int, "--batch": _positive_int,
                   "--seed": _seed, "--threads": _positive_int, "--pool": _positive_int, "--normal-weight": _weight,

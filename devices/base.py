@@ -343,6 +343,18 @@ def spec_help() -> str:
     return ", ".join(h for _, (_, _, h) in sorted(DRIVERS.items()) if h)
 
 
+def spec_problem(spec: str) -> str:
+    """'' when `spec` names a known driver with an argument where it takes one, else why not
+    (checked before anything starts: ``tightsim run --device``)."""
+    if not DRIVERS:
+        _discover()
+    kind, _, arg = spec.partition(":")
+    entry = DRIVERS.get(kind)
+    if entry is None or (entry[1] and not arg) or (entry[1] is None and arg):
+        return f"device spec {spec!r}: expected one of {spec_help()}"
+    return ""
+
+
 def open_device(spec: str, **kw) -> Device:
     """Build and open a device from a spec string ``KIND[:ARG]``; ``kw`` goes to the driver.
 
@@ -350,12 +362,9 @@ def open_device(spec: str, **kw) -> Device:
     ``"replay:session.mcap"``, ``"serial:/dev/ttyACM0"``, ``"spacemouse"``.
     A bad spec raises ValueError; a device that cannot be opened raises DeviceFault.
     """
-    if not DRIVERS:
-        _discover()
+    if bad := spec_problem(spec):
+        raise ValueError(bad)
     kind, _, arg = spec.partition(":")
-    entry = DRIVERS.get(kind)
-    if entry is None or (entry[1] and not arg) or (entry[1] is None and arg):
-        raise ValueError(f"device spec {spec!r}: expected one of {spec_help()}")
-    dev = entry[0](arg, **kw)
+    dev = DRIVERS[kind][0](arg, **kw)
     dev.open()
     return dev

@@ -153,6 +153,10 @@ OPTION_CASES = [
     (["run"], "tightsim run: the following arguments are required: scenario"),
     (["train", "clustering"], "the following arguments are required: --task"),
     (["run", "peg_in_hole", "--fast"], "unrecognized arguments: --fast"),
+    (["run", "peg_in_hole", "--device", "joystick"], "argument --device: device spec 'joystick': expected one of"),
+    (["run", "peg_in_hole", "--device", "serial:"], "argument --device: device spec 'serial:'"),
+    (["run", "peg_in_hole", "--summary-json", "/no/such/folder/s.json"],
+     "argument --summary-json: /no/such/folder/s.json: its folder does not exist"),
 ]
 
 
