@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -289,16 +291,6 @@ def cmd_train_clustering(a) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: at least 1 is required")
-    return n
-
-
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
     try:
@@ -307,27 +299,124 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+# --- option errors: one line naming the option (issue 23) -----------------------------------
+# argparse prints its usage block (5-20 lines) before an error; here every parser (subparsers
+# inherit the class) prints one line, "tightsim run: argument --duration: ...", exit code 2.
+# Each numeric option's type names its range, so a bad value is refused before any work.
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        sub = next((x for x in self._actions if isinstance(x, argparse._SubParsersAction)), None)
+        if sub is not None:               # name the commands, not the parser's internal dest
+            message = message.replace(f"argument {sub.dest}: invalid choice:", "unknown command")
+            message = re.sub(rf"\b{sub.dest}\b", "a command (" + ", ".join(sub.choices) + ")", message)
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _ranged(kind=int, lo=None, hi=None, *, above=None, also=()):
+    """An argparse type: a `kind` (int or float, finite) >= lo (or > above) and <= hi, or one
+    of the values `also` (a 0 meaning "the default")."""
+    noun, fmt = ("a whole number", str) if kind is int else ("a number", "{:g}".format)
+    cond = " and ".join(f"{op} {fmt(v)}" for op, v in ((">=", lo), (">", above), ("<=", hi)) if v is not None)
+    want = f"{noun} {cond}".strip() + "".join(f" or {fmt(v)}" for v in also)
+
+    def parse(text: str):
+        try:
+            x = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if x in also:
+            return x
+        if not (math.isfinite(x) and (lo is None or x >= lo) and (above is None or x > above)
+                and (hi is None or x <= hi)):
+            raise argparse.ArgumentTypeError(f"{text!r}: {want} is required")
+        return x
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _one_of(names, what: str):
+    """An argparse type: one of `names` (a callable giving them, evaluated when parsing)."""
+    def parse(text: str) -> str:
+        known = list(names() if callable(names) else names)
+        if text not in known:
+            raise argparse.ArgumentTypeError(f"unknown {what} {text!r} (known: {', '.join(known)})")
+        return text
+    parse.__name__ = what
+    return parse
+
+
+def _parts() -> list:
+    """What ``train sdf --part`` takes: any part (the static ones are what a scenario loads), or all."""
+    from sim_core.geometry import profiles
+    return sorted(profiles.all_parts()) + ["all"]
+
+
+def _device(text: str) -> str:
+    """--device: a known driver, with its argument (opening it is the session's)."""
+    from devices.base import spec_problem
+    if bad := spec_problem(text):
+        raise argparse.ArgumentTypeError(bad)
+    return text
+
+
+def _new_file(text: str) -> str:
+    """An output file's path (--summary-json): not a folder, in a folder that exists -- known
+    before the run, not after it."""
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a folder; give the file's path")
+    if not Path(text).resolve().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: its folder does not exist")
+    return text
+
+
+TASKS = ("peg_in_hole", "bolting")              # the tasks with trained networks and reference data
+_positive_int = _ranged(int, lo=1)
+_count = _ranged(int, lo=0)                     # 0: the default (one per CPU, CMA-ES's, none)
+_seed = _ranged(int, lo=0, hi=2 ** 32 - 1)      # what NumPy and torch accept as a seed
+_weight = _ranged(float, lo=0.0)                # a loss weight: finite, >= 0
+
+
 def _duration(text: str) -> float:
     """--duration: seconds in (0, an hour] (``config.MAX_DURATION``)."""
     from sim_core.config import MAX_DURATION
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (0.0 < x <= MAX_DURATION):
-        raise argparse.ArgumentTypeError(f"{text!r}: seconds in (0, {MAX_DURATION:g}] are required")
-    return x
+    return _ranged(float, above=0.0, hi=MAX_DURATION)(text)
 
 
-def _tolerance(text: str) -> float:
-    """--tolerance: a finite deviation >= 0 (m, m/s, rad)."""
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (x >= 0.0 and x < float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r}: a finite deviation >= 0 is required")
-    return x
+_tolerance = _ranged(float, lo=0.0)             # --tolerance: a finite deviation >= 0 (m, m/s, rad)
+
+
+# every numeric or named option's type, by command (set on the parsers by ``_typed``; a test
+# checks that no option is left a bare int or float)
+OPTION_TYPES = {
+    "run": {"--duration": _duration, "--device": _device, "--summary-json": _new_file},
+    "assets build": {"--triangles": _ranged(int, lo=100, hi=2_000_000)},   # ~100: a thread resolved at all
+    "train sdf": {"--part": _one_of(_parts, "part"), "--steps": _positive_int, "--batch": _positive_int,
+                  "--seed": _seed, "--threads": _positive_int, "--pool": _positive_int, "--normal-weight": _weight,
+                  "--eval-points": _positive_int},
+    "train cspace": {"--task": _one_of(TASKS + ("all",), "task"), "--samples": _positive_int,
+                     "--steps": _positive_int, "--seed": _seed, "--threads": _positive_int},
+    "train clustering": {"--task": _one_of(TASKS, "task"), "--generations": _positive_int,
+                         "--popsize": _ranged(int, lo=2, also=(0,)), "--batch": _positive_int, "--seed": _seed,
+                         "--workers": _count, "--replay-dt": _ranged(float, lo=1e-4, hi=0.1, also=(0.0,)),
+                         "--penetration": _weight, "--rollouts": _count, "--rollout-weight": _weight,
+                         "--rollout-seconds": _duration},
+    "data reference": {"--task": _one_of(TASKS + ("all", "table2"), "task"), "--steps": _positive_int,
+                       "--seed": _seed, "--workers": _count},
+    "replay": {"--tolerance": _tolerance},
+}
+
+
+def _typed(p: argparse.ArgumentParser, command: str = "") -> None:
+    """Set ``OPTION_TYPES`` on `p` and its subcommands' parsers."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                _typed(sub, f"{command} {name}".strip())
+        for opt in action.option_strings:
+            if opt in OPTION_TYPES.get(command, {}):
+                action.type = OPTION_TYPES[command][opt]
+# --- end of option errors ------------------------------------------------------------------
 
 
 def cmd_replay(a) -> int:
@@ -366,7 +455,7 @@ def _scenario_names() -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tightsim", description=__doc__.split("\n\n")[0])
+    p = _OneLineParser(prog="tightsim", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"tightsim {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a scenario (headless when there is no display)")
@@ -465,6 +554,7 @@ def parser() -> argparse.ArgumentParser:
     li = lsub.add_parser("info", help="summarise a log (works on logs cut mid-way)")
     li.add_argument("log", help="MCAP log")
     li.set_defaults(fn=cmd_log_info)
+    _typed(p)
     return p
 
 

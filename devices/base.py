@@ -23,7 +23,12 @@ take an injectable ``clock`` and ``sleep``.
 
 Faults: anything that makes the input untrustworthy (disconnect, garbage, silence beyond a
 watchdog) raises ``DeviceFault`` with a one-line message naming the device and what went wrong.
-A driver that faults has already tried to command zero force before raising.
+A driver that faults has already tried to command zero force before raising.  A hardware
+driver (serial, SpaceMouse) also refuses a sample that cannot be its handle's
+(``sample_problem``: non-finite, past ``Capability.max_reach``, ``max_speed`` or
+``max_angular_speed``, a non-unit quaternion) and names the field; synthetic devices do not
+(the adversarial scripts exceed those bounds on purpose, and a replay plays back what they
+made), and the haptic loop refuses non-finite samples from any device.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import numpy as np
 __all__ = [
     "Capability", "DeviceSample", "DeviceFault", "Device", "open_device", "clamp_wrench",
     "samples_identical", "quat_mul", "quat_from_rotvec", "quat_to_rotvec", "quat_about_z",
-    "clamp_to_ball", "IDENTITY_Q",
+    "clamp_to_ball", "IDENTITY_Q", "sample_problem", "check_sample",
 ]
 
 IDENTITY_Q = np.array([1.0, 0.0, 0.0, 0.0])
@@ -64,6 +69,13 @@ class Capability:
     units: str = "SI: m, rad, m/s, rad/s, N, N m"
     max_force_rate: float = 5000.0   # N/s, rated rate of change of |f| (haptics.coupling step 6)
     max_torque_rate: float = 300.0   # N m/s
+    # Bounds on what a true sample can hold (``sample_problem``): past them a reading is not the
+    # handle but a broken link or device, and the driver refuses it.  A desktop device's handle
+    # stays within half a metre of its workspace centre; a hand moves at a few m/s and turns a
+    # handle at a few turns a second.
+    max_reach: float = 0.5           # m, bound on |p| (>= workspace_radius)
+    max_speed: float = 10.0          # m/s, bound on |v|
+    max_angular_speed: float = 100.0  # rad/s, bound on |w|
 
     def __post_init__(self):
         if self.dof_in not in (3, 6):
@@ -74,10 +86,14 @@ class Capability:
             x = getattr(self, k)
             if not (math.isfinite(x) and x >= 0.0):
                 raise ValueError(f"capability {self.name}: {k} must be finite and >= 0, got {x}")
-        for k in ("workspace_radius", "rate_hz", "max_force_rate", "max_torque_rate"):
+        for k in ("workspace_radius", "rate_hz", "max_force_rate", "max_torque_rate", "max_reach", "max_speed",
+                  "max_angular_speed"):
             x = getattr(self, k)
             if not (math.isfinite(x) and x > 0.0):
                 raise ValueError(f"capability {self.name}: {k} must be finite and > 0, got {x}")
+        if self.max_reach < self.workspace_radius:
+            raise ValueError(f"capability {self.name}: max_reach {self.max_reach} is inside the workspace "
+                             f"(workspace_radius {self.workspace_radius})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +127,42 @@ def _vec(x, n: int, what: str) -> np.ndarray:
     if a.shape != (n,):
         raise ValueError(f"device sample field {what}: expected {n} numbers, got shape {a.shape}")
     return a
+
+
+# a driver's quaternion is normalised in float64 (|q| - 1 ~ 1e-16) or float32 (~1e-7): one off
+# by more than this is not a rotation
+UNIT_QUATERNION_TOL = 1e-3
+
+
+def sample_problem(s: DeviceSample, cap: Capability) -> str:
+    """'' when `s` can be the handle of a device of `cap`, else one phrase naming the field and
+    what is wrong: a non-finite value, a position past ``max_reach``, a speed past
+    ``max_speed`` / ``max_angular_speed``, a quaternion that is not unit."""
+    for k, unit in (("p", "m"), ("q", ""), ("v", "m/s"), ("w", "rad/s")):
+        a = getattr(s, k)
+        if not np.all(np.isfinite(a)):
+            return f"field {k} = {_show(a)} {unit}".rstrip() + " is not finite"
+    for k, bound, what in (("p", cap.max_reach, "max_reach"), ("v", cap.max_speed, "max_speed"),
+                           ("w", cap.max_angular_speed, "max_angular_speed")):
+        n = math.sqrt(float(getattr(s, k) @ getattr(s, k)))
+        if n > bound:
+            return f"field {k}: |{k}| = {n:.4g}, beyond the device's {what} {bound:g}"
+    n = math.sqrt(float(s.q @ s.q))
+    if abs(n - 1.0) > UNIT_QUATERNION_TOL:
+        return f"field q: |q| = {n:.6g}, not a unit quaternion"
+    return ""
+
+
+def _show(a) -> str:
+    return "[" + ", ".join(f"{x:.4g}" for x in np.asarray(a, np.float64).ravel()) + "]"
+
+
+def check_sample(s: DeviceSample, cap: Capability, who: str) -> DeviceSample:
+    """`s`, or ``DeviceFault("<who>: sample refused: <field, what>")``."""
+    bad = sample_problem(s, cap)
+    if bad:
+        raise DeviceFault(f"{who}: sample refused: {bad}")
+    return s
 
 
 def samples_identical(a: DeviceSample, b: DeviceSample) -> bool:
@@ -291,6 +343,18 @@ def spec_help() -> str:
     return ", ".join(h for _, (_, _, h) in sorted(DRIVERS.items()) if h)
 
 
+def spec_problem(spec: str) -> str:
+    """'' when `spec` names a known driver with an argument where it takes one, else why not
+    (checked before anything starts: ``tightsim run --device``)."""
+    if not DRIVERS:
+        _discover()
+    kind, _, arg = spec.partition(":")
+    entry = DRIVERS.get(kind)
+    if entry is None or (entry[1] and not arg) or (entry[1] is None and arg):
+        return f"device spec {spec!r}: expected one of {spec_help()}"
+    return ""
+
+
 def open_device(spec: str, **kw) -> Device:
     """Build and open a device from a spec string ``KIND[:ARG]``; ``kw`` goes to the driver.
 
@@ -298,12 +362,9 @@ def open_device(spec: str, **kw) -> Device:
     ``"replay:session.mcap"``, ``"serial:/dev/ttyACM0"``, ``"spacemouse"``.
     A bad spec raises ValueError; a device that cannot be opened raises DeviceFault.
     """
-    if not DRIVERS:
-        _discover()
+    if bad := spec_problem(spec):
+        raise ValueError(bad)
     kind, _, arg = spec.partition(":")
-    entry = DRIVERS.get(kind)
-    if entry is None or (entry[1] and not arg) or (entry[1] is None and arg):
-        raise ValueError(f"device spec {spec!r}: expected one of {spec_help()}")
-    dev = entry[0](arg, **kw)
+    dev = DRIVERS[kind][0](arg, **kw)
     dev.open()
     return dev

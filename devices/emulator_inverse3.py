@@ -13,7 +13,10 @@ state it sends.  Failure injection:
 * ``inject_garbage(n)``  write n seeded random bytes into the stream now;
 * ``mode = "garbage"``   answer every command with random bytes instead of a frame;
 * ``mode = "silent"``    stop answering (keeps reading and recording forces);
-* ``hang_up()``          close the pty master: the driver's next read or write fails.
+* ``hang_up()``          close the pty master: the driver's next read or write fails;
+* ``state_override = (p, v)``  answer with this state in well-formed frames (a valid CRC in
+  the checked framing): NaN, inf, 1e30 or a position past the arm's reach, as a broken
+  device would send (``None``: the trajectory again).
 
 ``wait_until(pred, timeout)`` blocks (without spinning) until the emulator's thread has
 processed input that makes ``pred(emulator)`` true.
@@ -58,6 +61,7 @@ class Inverse3Emulator:
         self.clock = clock
         self.rng = np.random.default_rng(seed)
         self.mode = "normal"
+        self.state_override: tuple | None = None   # (p, v) sent instead of the trajectory's
         self.decoder = proto.make_decoder(framing, proto.HOST_TO_DEVICE)
         self.forces: list[tuple[float, np.ndarray]] = []      # (t received, f float32 -> float64)
         self.states: list[tuple[float, np.ndarray, np.ndarray]] = []   # (t sent, p, v) as sent
@@ -204,7 +208,7 @@ class Inverse3Emulator:
         self.replies += 1
 
     def _state_frame(self, t: float) -> bytes:
-        p, v = self.trajectory(t - self._t0)
+        p, v = self.trajectory(t - self._t0) if self.state_override is None else self.state_override
         payload = proto.STATE_FMT.pack(*p, *v)
         x = np.array(proto.STATE_FMT.unpack(payload), dtype=np.float64)   # what the wire carries
         if self.mode == "normal":

@@ -21,9 +21,12 @@ Watchdog: once a force command is sent, a valid state frame must arrive within
 that arrive late but before the check are used first, so a stall of the *host* loop does not
 read as a silent device (the haptic watchdog in ``haptics/`` covers host stalls).
 
-Faults -- a serial exception (disconnect), a device that stops reading, silence -- raise
-``DeviceFault`` with one line.  The driver's last act before raising is to send a zero-force
-frame if the port is still writable; the message says whether it could.  The fault is sticky:
+Faults -- a serial exception (disconnect), a device that stops reading, silence, a state
+frame whose numbers cannot be the handle's (non-finite, past ``Capability.max_reach`` from the
+workspace centre or ``max_speed``: ``base.sample_problem``; in the checked framing such a frame
+passes its CRC) -- raise ``DeviceFault`` with one line naming the device (and the field).
+The driver's last act before raising is to send a zero-force frame if the port is still
+writable; the message says whether it could.  The fault is sticky:
 every later ``read``/``write_force`` raises it again (after another zero-force attempt).
 ``close`` sends zero force when it can and never raises.
 """
@@ -38,7 +41,7 @@ import numpy as np
 import serial
 
 from devices import inverse3_protocol as proto
-from devices.base import IDENTITY_Q, Capability, Device, DeviceFault, DeviceSample, register
+from devices.base import IDENTITY_Q, Capability, Device, DeviceFault, DeviceSample, register, sample_problem
 
 INVERSE3_CAPABILITY = Capability(
     # Conservative defaults, NOT vendor figures: a desktop 3-DOF arm renders a few newtons
@@ -225,8 +228,14 @@ class Inverse3Serial(Device):
         for fr in self._decoder.feed(data):
             if fr.code == proto.EE_STATE:
                 x = proto.STATE_FMT.unpack(fr.payload)
-                self._p = np.array(x[:3], dtype=np.float64)
-                self._v = np.array(x[3:], dtype=np.float64)
+                p, v = np.array(x[:3], dtype=np.float64), np.array(x[3:], dtype=np.float64)
+                # a frame that passed its CRC but holds NaN, 1e30 or a position past the arm's
+                # reach comes from a broken device: refused here, before any of it is used
+                bad = sample_problem(DeviceSample(t=0.0, p=p - self.p_offset, q=IDENTITY_Q, v=v, w=np.zeros(3)),
+                                     self.capability)
+                if bad:
+                    self._fail(f"state frame refused: {bad}", now)
+                self._p, self._v = p, v
                 self._have_state = got = True
                 self.states_received += 1
             elif fr.code == proto.DEVICE_INFO and len(fr.payload) == proto.DEVICE_INFO_FMT.size:

@@ -44,6 +44,7 @@ from devices.base import (
     Device,
     DeviceFault,
     DeviceSample,
+    check_sample,
     clamp_to_ball,
     quat_from_rotvec,
     quat_mul,
@@ -96,6 +97,7 @@ class SpaceMouse(Device):
         self.max_speed = max_speed              # m/s at full scale
         self.max_rate = max_rate                # rad/s at full scale
         self.axis_map = np.asarray(axis_map, dtype=np.float64)
+        self._check_settings()
         self.counts = np.zeros(6)               # latest raw axes: tx ty tz rx ry rz
         self.buttons = 0
         self.p = clamp_to_ball(np.array(start, dtype=np.float64), capability.workspace_radius)
@@ -103,6 +105,27 @@ class SpaceMouse(Device):
         self.reports = 0
         self.malformed = 0
         self._last_now: float | None = None
+
+    def _check_settings(self) -> None:
+        """The rate mapping's settings, so that no count can make a non-finite or too fast
+        sample (counts are int16: with these checks every sample is finite and within the
+        capability; ``read`` still checks each one)."""
+        cap = self.capability
+        bad = ""
+        if not (math.isfinite(self.deadband) and 0.0 <= self.deadband < self.full_scale < math.inf):
+            bad = f"needs 0 <= deadband < full_scale (got deadband {self.deadband:g}, full_scale {self.full_scale:g})"
+        # each axis reaches its rate alone: all three together, sqrt(3) times it
+        elif not (0.0 < self.max_speed <= cap.max_speed / math.sqrt(3.0)):
+            bad = (f"max_speed must be > 0 and <= {cap.max_speed / math.sqrt(3.0):.4g} m/s, the capability's "
+                   f"{cap.max_speed:g} over three axes (got {self.max_speed:g})")
+        elif not (0.0 < self.max_rate <= cap.max_angular_speed / math.sqrt(3.0)):
+            bad = (f"max_rate must be > 0 and <= {cap.max_angular_speed / math.sqrt(3.0):.4g} rad/s, the "
+                   f"capability's {cap.max_angular_speed:g} over three axes (got {self.max_rate:g})")
+        elif self.axis_map.shape != (3, 3) or not np.all(np.isfinite(self.axis_map)) or not np.allclose(
+                self.axis_map @ self.axis_map.T, np.eye(3)):
+            bad = "axis_map must be a 3 x 3 rotation or reflection"
+        if bad:
+            raise ValueError(f"spacemouse: {bad}")
 
     # -- lifecycle -----------------------------------------------------------------------------
     def open(self) -> None:
@@ -163,7 +186,8 @@ class SpaceMouse(Device):
         self.p = p_new
         q = quat_mul(quat_from_rotvec(w * dt), self.q)
         self.q = q / math.sqrt(float(q @ q))
-        return DeviceSample(t=now, p=self.p.copy(), q=self.q.copy(), v=v, w=w, buttons=self.buttons)
+        return check_sample(DeviceSample(t=now, p=self.p.copy(), q=self.q.copy(), v=v, w=w, buttons=self.buttons),
+                            self.capability, "spacemouse")
 
     def rates(self) -> tuple[np.ndarray, np.ndarray]:
         """Commanded (v m/s, w rad/s) in the device frame from the latest counts."""

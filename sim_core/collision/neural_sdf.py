@@ -37,6 +37,8 @@ KINDS = {"axial": 2, "helical": 4, "thread": 4, "bore": 3}     # feature kind ->
 # r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]; bore: r0, rs, z0, zs, z_a, z_b, ends
 N_PARAMS = {"axial": 4, "helical": 6, "thread": 9, "bore": 7}
 _KIND_CODE = {"axial": 0, "helical": 1, "thread": 2, "bore": 3}
+_DIVISORS = {"axial": [1, 3], "helical": [1, 3, 5], "thread": [1, 3, 5, 8], "bore": [1, 3, 6]}  # rs, zs, pitch, ends
+MAX_SCALE = 1.0               # m: the distance band D of a part a few cm across is mm (shipped: 4 mm)
 
 
 def spec_digest(spec) -> str:
@@ -271,11 +273,19 @@ def load(path, spec=None, part: str | None = None, probe: bool = False) -> Neura
         raise f.error(f"field 'digest' {digest} does not match the geometry of part {name!r} "
                       f"({spec_digest(spec)}): retrain with tightsim train sdf --part {name}")
     k = KINDS[kind]
-    net = NeuralSDF(part=name, kind=kind, params=f.array("params", (N_PARAMS[kind],)),
-                    scale=float(f.array("scale", ())), W1=f.array("W1", (HIDDEN, k)),
+    # the feature map divides by rs, zs, the pitch and `ends` (``_features``): each > 0
+    params = f.bounded("params", (N_PARAMS[kind],), above=0.0, index=_DIVISORS[kind],
+                       why="a scale the features divide by")
+    bounds = f.array("bounds", (3,))
+    f.bounded("bounds", (3,), above=0.0, index=[0], why="the part's radius")
+    if not bounds[1] < bounds[2]:
+        raise f.error(f"field 'bounds' must have z_min < z_max (got {bounds[1]:g}, {bounds[2]:g})")
+    net = NeuralSDF(part=name, kind=kind, params=params,
+                    scale=f.number("scale", above=0.0, hi=MAX_SCALE, why="the band D of d = D tanh(y), in m"),
+                    W1=f.array("W1", (HIDDEN, k)),
                     b1=f.array("b1", (HIDDEN,)), W2=f.array("W2", (HIDDEN, HIDDEN)),
                     b2=f.array("b2", (HIDDEN,)), W3=f.array("W3", (1, HIDDEN)),
-                    b3=f.array("b3", (1,)), bounds=tuple(f.array("bounds", (3,))),
+                    b3=f.array("b3", (1,)), bounds=tuple(bounds),
                     digest=digest, source=str(path))
     if spec is not None and probe:
         bad = _probe_verdict(net, spec)

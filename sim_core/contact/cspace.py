@@ -122,10 +122,9 @@ def load(path, digest: str | None = None, task: str | None = None) -> CSpaceNet:
         raise f.error(f"field 'digest' {dg} does not match the parts of this task ({digest}): "
                       f"retrain with tightsim train cspace --task {name}")
     k = KINDS[kind]
-    std = f.array("std", (k,))
-    if (std <= 0).any():
-        raise f.error("field 'std' must be positive")
-    return CSpaceNet(task=name, kind=kind, lead=float(f.array("lead", ())), pitch=float(f.array("pitch", ())),
+    std = f.bounded("std", (k,), above=0.0, why="the features are divided by it")
+    return CSpaceNet(task=name, kind=kind, lead=float(f.array("lead", ())),
+                     pitch=f.number("pitch", above=0.0, why="the thread phase is divided by it"),
                      mean=f.array("mean", (k,)), std=std, W1=f.array("W1", (HIDDEN, k)),
                      b1=f.array("b1", (HIDDEN,)), W2=f.array("W2", (HIDDEN, HIDDEN)),
                      b2=f.array("b2", (HIDDEN,)), W3=f.array("W3", (1, HIDDEN)), b3=f.array("b3", (1,)),

@@ -576,9 +576,7 @@ def load(path, task: str | None = None) -> INClustering:
     f.expect("format", FORMAT)
     f.same("task", task, "task")
     net = INClustering.from_vector(f.array("theta", (N_PARAMS,)))
-    net.delta = float(f.array("delta", ()))
-    if not 1e-9 <= net.delta <= 1e-3:
-        raise f.error(f"field 'delta' is {net.delta:g} m, expected 1e-9 to 1e-3 (the depth tilt's scale)")
+    net.delta = f.number("delta", lo=1e-9, hi=1e-3, why="the depth tilt's scale, in m")
     bad = probe_problem(net)
     if bad:
         raise f.error(f"field 'theta': the networks give {bad} on a probe contact set: retrain with "

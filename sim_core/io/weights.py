@@ -53,6 +53,32 @@ class Fields:
             raise self.error(f"field {name!r} holds NaN or infinite values")
         return a
 
+    def number(self, name: str, lo: float | None = None, hi: float | None = None, *, above: float | None = None,
+               why: str = "") -> float:
+        """A finite scalar within its range: "FILE: field 'scale' must be > 0 (got -0.004)"."""
+        return float(self.bounded(name, (), lo, hi, above=above, why=why))
+
+    def bounded(self, name: str, shape, lo: float | None = None, hi: float | None = None, *,
+                above: float | None = None, why: str = "", index=None) -> np.ndarray:
+        """``array`` whose entries (or the entries at `index`, and `name` then names them as
+        ``name[i]``) are >= lo (or > above) and <= hi."""
+        a = self.array(name, shape)
+        picked = a if index is None else a[np.asarray(index)]
+        flat = np.atleast_1d(picked).ravel()
+        ok = np.ones(flat.shape, bool)
+        if lo is not None:
+            ok &= flat >= lo
+        if above is not None:
+            ok &= flat > above
+        if hi is not None:
+            ok &= flat <= hi
+        if not ok.all():
+            i = int(np.argmin(ok))
+            where = name if a.ndim == 0 else f"{name}[{int(np.atleast_1d(index)[i]) if index is not None else i}]"
+            cond = " and ".join(f"{op} {v:g}" for op, v in ((">=", lo), (">", above), ("<=", hi)) if v is not None)
+            raise self.error(f"field {where!r} must be {cond} (got {flat[i]:g})" + (f": {why}" if why else ""))
+        return a
+
     def choice(self, name: str, allowed) -> str:
         got = self.str(name)
         if got not in allowed:

@@ -11,7 +11,10 @@ ADDRESS
     ``HOST:PORT``: the head node of a running cluster (what ``ray start --head`` prints).
     ``ray://HOST:PORT``: the same through Ray Client (needs ``ray[client]``).
 An address that does not answer within ``CONNECT_TIMEOUT`` ends the command with one line
-naming ``--ray`` (``ray.init`` itself waits minutes on one).  The nodes of a cluster must have
+naming ``--ray`` (``ray.init`` itself waits minutes on one); so does one where something
+listens that is not Ray (an HTTP server, any other service): before ``ray.init`` the address
+must answer the opening of an HTTP/2 connection, as the GCS and the Ray Client server (gRPC)
+do, within ``GCS_ANSWER_TIMEOUT`` (``_not_grpc``; skipped under ``RAY_USE_TLS``).  The nodes of a cluster must have
 tightsim installed (the same checkout), since workers import ``sim_core``.
 
 Authentication is Ray's (2.60): a cluster begun by ``ray start`` checks a token
@@ -29,9 +32,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from contextlib import contextmanager
 
 CONNECT_TIMEOUT = 5.0                # s: a head node on the network answers a TCP connect in far less
+GCS_ANSWER_TIMEOUT = 5.0             # s: a GCS answers the HTTP/2 preface in milliseconds
+# HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113 sec. 3.4, 6.5): a
+# gRPC server's first frame in reply is its own SETTINGS frame (type 4, on stream 0)
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes((0, 0, 0, 4, 0, 0, 0, 0, 0))
+_H2_SETTINGS = 4
 LOCAL_OBJECT_STORE = 512 * 2 ** 20   # bytes: the shared context (model, cached contact sets) and the
 # episodes' results, with room; Ray's default (30 % of RAM) would pin GBs of /dev/shm for nothing
 
@@ -63,6 +72,36 @@ def _answers(address: str) -> str:
             return ""
     except OSError as e:
         return e.strerror or type(e).__name__
+
+
+def _not_grpc(address: str) -> str:
+    """'' when the server at `address` opens an HTTP/2 connection (a Ray GCS or Ray Client
+    server: gRPC), else why not -- silence for ``GCS_ANSWER_TIMEOUT``, a closed connection, or
+    the first line of what it said instead."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() not in ("", "0", "false"):
+        return ""                          # a TLS cluster: the preface would have to go through TLS
+    got = b""
+    try:
+        with socket.create_connection(_host_port(address), timeout=CONNECT_TIMEOUT) as s:
+            s.sendall(_H2_PREFACE)
+            deadline = time.monotonic() + GCS_ANSWER_TIMEOUT
+            while len(got) < 9:
+                s.settimeout(max(deadline - time.monotonic(), 1e-3))
+                chunk = s.recv(256)
+                if not chunk:
+                    break
+                got += chunk
+    except TimeoutError:
+        if not got:
+            return f"no GCS answer in {GCS_ANSWER_TIMEOUT:g} s"
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    if len(got) >= 9 and got[3] == _H2_SETTINGS:
+        return ""
+    if not got:
+        return "it closed the connection without an answer"
+    said = got.split(b"\n", 1)[0].strip().decode("ascii", "replace")[:60]
+    return f"it answered {said!r}, not gRPC" if said.isprintable() and said else "its answer is not gRPC"
 
 
 def _first_line(e: BaseException) -> str:
@@ -106,6 +145,9 @@ def session(address: str, cpus: int = 0):
         if why := _answers(target):
             raise RayError(f"--ray {address}: no Ray cluster answers at {target} ({why}); start one "
                            "with `ray start --head`, or give --ray auto")
+        if why := _not_grpc(target):
+            raise RayError(f"--ray {address}: {target} is not a Ray cluster ({why}); give the address "
+                           "`ray start --head` printed, or --ray auto")
         try:
             ray.init(address=target, **quiet)
         except (ConnectionError, RuntimeError, ray.exceptions.RayError) as e:

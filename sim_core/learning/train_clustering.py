@@ -285,8 +285,12 @@ def train(data_path, out: Path, settings: ClusteringSettings, resume: bool = Fal
     start_loss = vloss(x0)
     ckpt = out.with_suffix(".cmaes")
     if resume and ckpt.exists():
-        es = pickle.loads(ckpt.read_bytes())
-        rng = es.tightsim_rng
+        try:                                          # a damaged checkpoint: one line, not a traceback
+            es = pickle.loads(ckpt.read_bytes())
+            rng = es.tightsim_rng
+        except Exception as e:  # noqa: BLE001 - unpickling raises anything: all mean "not a checkpoint"
+            raise ValueError(f"{ckpt}: not a readable CMA-ES checkpoint ({type(e).__name__}); delete it, "
+                             "or run without --resume") from None
         prev = getattr(es, "tightsim_best", None)     # re-scored: the data, the validation samples
         best = (vloss(prev[1]), prev[1], prev[2]) if prev else (start_loss, x0, 0)
         # or the model may have changed since the checkpoint, and losses are only compared on one set

@@ -74,3 +74,17 @@ def test_first_run_says_that_it_compiles_and_a_cached_run_does_not(tmp_path):
     assert "steps that compiled kernels: first run" in cold.stdout
     warm = _cli(*args, env=env, timeout=600)
     assert warm.returncode == 0 and "compiling" not in warm.stderr and "compiled" not in warm.stdout
+
+
+@pytest.mark.parametrize("args", [["train", "sdf"], ["train", "cspace"], ["train", "clustering"],
+                                  ["data", "reference"], ["replay"], ["log", "info"]])
+def test_help_of_every_command_survives_the_one_line_parser(args):
+    """Errors are one line (issue 23); help is still argparse's own, whole."""
+    r = _cli(*args, "--help")
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: tightsim {' '.join(args)}") and not r.stderr
+
+
+def test_an_unknown_command_is_one_line_naming_the_commands():
+    r = _cli("runn", "bolting")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown command 'runn'" in r.stderr
+    assert "'run'" in r.stderr and not r.stdout

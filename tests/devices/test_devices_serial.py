@@ -266,3 +266,72 @@ def test_zero_force_within_2ms_of_a_fault_real_time(cause):
         assert latency <= ZERO_FORCE_BOUND_S + SCHED_SLACK_S, f"zero force {latency * 1e3:.2f} ms after the fault"
         assert not emu.forces[-1][1].any()                            # and it stays the last word
         drv.close()
+
+
+# -- well-framed nonsense (issue 23): a valid CRC around NaN, 1e30, a position past the reach --
+
+NAN, INF = float("nan"), float("inf")
+BAD_STATES = [  # (what, p, v, the field the fault must name)
+    ("NaN position", (NAN, 0.0, 0.0), (0.0, 0.0, 0.0), "field p = [nan, 0, 0] m is not finite"),
+    ("inf velocity", (0.0, 0.0, 0.0), (0.0, INF, 0.0), "field v = [0, inf, 0] m/s is not finite"),
+    ("1e30 position", (1e30, 0.0, 0.0), (0.0, 0.0, 0.0), "field p: |p| = 1e+30, beyond the device's max_reach 0.5"),
+    ("past the reach", (0.0, 0.0, 0.8), (0.0, 0.0, 0.0), "field p: |p| = 0.8, beyond the device's max_reach 0.5"),
+    ("1e30 velocity", (0.0, 0.0, 0.0), (1e30, 0.0, 0.0), "field v: |v| = 1e+30, beyond the device's max_speed 10"),
+]
+
+
+@pytest.mark.parametrize("what,p,v,field", BAD_STATES, ids=[b[0] for b in BAD_STATES])
+def test_a_well_framed_impossible_state_is_refused_at_the_driver(what, p, v, field):
+    """The checked framing: the frame's CRC is right, its numbers cannot be the arm's.  The
+    driver faults at the read that receives it (it never becomes a sample), naming the
+    device and the field, and commands zero force; the fault is sticky."""
+    with Inverse3Emulator(framing="checked") as emu:
+        drv = Inverse3Serial(emu.port, framing="checked")
+        drv.open()
+        good = lockstep_tick(drv, emu, 1.0, np.array([1.0, 0, 0, 0, 0, 0]))
+        emu.state_override = (p, v)
+        with pytest.raises(DeviceFault) as e:
+            lockstep_tick(drv, emu, 1.001, np.array([1.0, 0, 0, 0, 0, 0]))
+        msg = _one_line(e)
+        assert f"state frame refused: {field}" in msg and msg.endswith("zero force sent"), msg
+        assert drv.decoder.rejected == 0                              # the frame itself was well formed
+        assert emu.wait_until(lambda em: not em.forces[-1][1].any(), 1.0)
+        with pytest.raises(DeviceFault, match="state frame refused"):
+            drv.read(1.002)
+        assert np.isfinite(good.p).all() and drv.fault_time == 1.001
+        drv.close()
+
+
+def test_an_impossible_first_state_fails_the_handshake():
+    with Inverse3Emulator(framing="checked") as emu:
+        emu.state_override = ((NAN, NAN, NAN), (0.0, 0.0, 0.0))
+        drv = Inverse3Serial(emu.port, framing="checked")
+        with pytest.raises(DeviceFault, match="state frame refused: field p = .nan, nan, nan. m is not finite"):
+            drv.open()
+        assert not drv.is_open
+
+
+def test_the_unchecked_framing_drops_non_finite_states_as_noise():
+    """Without a CRC, a state with NaN is indistinguishable from noise: the decoder drops it
+    (plausibility) and the silence watchdog faults; none of it reaches a sample."""
+    with Inverse3Emulator(framing="haply") as emu:
+        drv = Inverse3Serial(emu.port, framing="haply")
+        drv.open()
+        lockstep_tick(drv, emu, 1.0, np.zeros(6))
+        emu.state_override = ((NAN, 0.0, 0.0), (0.0, 0.0, 0.0))
+        with pytest.raises(DeviceFault, match="silent"):
+            for k in range(1, 10):
+                s = lockstep_tick(drv, emu, 1.0 + k * DT, np.zeros(6))
+                assert np.isfinite(s.p).all()
+        drv.close()
+
+
+def test_within_reach_the_p_offset_frame_counts():
+    """The reach is measured from the workspace centre (p_offset), not the arm's base."""
+    with Inverse3Emulator(framing="checked") as emu:
+        drv = Inverse3Serial(emu.port, framing="checked", p_offset=(0.0, 0.0, 0.7))
+        emu.state_override = ((0.0, 0.0, 0.8), (0.0, 0.0, 0.0))      # 0.1 m above the centre
+        drv.open()
+        s = lockstep_tick(drv, emu, 1.0, np.zeros(6))
+        assert s.p == pytest.approx([0.0, 0.0, 0.1], abs=1e-6) and drv.fault is None
+        drv.close()

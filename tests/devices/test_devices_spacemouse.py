@@ -139,3 +139,39 @@ def test_no_force_output():
     assert sm.last_wrench[0] == sm.capability.max_force
     assert sm.last_wrench[5] == pytest.approx(sm.capability.max_torque)
     assert math.isclose(np.linalg.norm(sm.read(0.0).q), 1.0)
+
+
+# -- settings that would make impossible samples (issue 23) -----------------------------------
+
+@pytest.mark.parametrize("kw,words", [
+    ({"full_scale": 8.0, "deadband": 8.0}, "deadband < full_scale"),       # every count / 0: NaN
+    ({"deadband": float("nan")}, "deadband < full_scale"),
+    ({"max_speed": 1e30}, "max_speed must be > 0 and <= 5.774 m/s"),
+    ({"max_rate": -1.0}, "max_rate must be > 0 and <= 57.74 rad/s"),
+    ({"axis_map": np.diag([1.0, 1.0, 0.0])}, "axis_map"),
+], ids=["no range", "nan deadband", "1e30 speed", "negative rate", "singular axes"])
+def test_settings_that_would_make_impossible_samples_are_refused(kw, words):
+    args = {"max_speed": SPEED, "max_rate": RATE, "full_scale": FULL, "deadband": DEAD, **kw}
+    with pytest.raises(ValueError, match="spacemouse: ") as e:
+        SpaceMouse(RecordedHID([]), **args)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_full_deflection_at_the_fastest_settings_is_a_valid_sample():
+    """int16 counts at the extremes with the largest allowed rates: every sample passes the
+    driver's own check (finite, within max_reach / max_speed / max_angular_speed, unit q)."""
+    cap = SpaceMouse(RecordedHID([])).capability
+    top = 1.0 / math.sqrt(3.0) - 1e-12
+    sm = SpaceMouse(RecordedHID(["01 ff 7f 00 80 ff 7f 00 80 ff 7f 00 80"]), max_speed=top * cap.max_speed,
+                    max_rate=top * cap.max_angular_speed)
+    sm.open()
+    for k in range(2000):
+        s = sm.read(k * DT)
+    assert np.linalg.norm(s.p) <= cap.workspace_radius + 1e-12 and abs(np.linalg.norm(s.q) - 1.0) < 1e-12
+
+
+def test_a_non_finite_host_time_is_refused_at_the_driver():
+    sm = _mouse(OLD_FAMILY["push_right"])
+    sm.read(0.0)
+    with pytest.raises(DeviceFault, match=r"spacemouse: sample refused: field p = \[nan"):
+        sm.read(float("nan"))

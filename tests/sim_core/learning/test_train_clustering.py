@@ -55,6 +55,16 @@ def test_ft_style_file_trains_end_to_end_and_resumes(ref, tmp_path):
     assert rep2["generations"] == 3 and rep2["best_loss_N"] <= rep["best_loss_N"] + 1e-12
 
 
+def test_a_damaged_checkpoint_is_one_line(ref, tmp_path):
+    """--resume with a checkpoint cut or overwritten: one line naming it, not an unpickling
+    traceback (issue 23)."""
+    (tmp_path / "peg.cmaes").write_bytes(b"\x80\x04\x95garbage")
+    s = TC.ClusteringSettings(generations=1, popsize=4, batch=8, seed=0, workers=1)
+    with pytest.raises(ValueError, match=r"peg\.cmaes: not a readable CMA-ES checkpoint") as e:
+        TC.train(ref["peg_in_hole"], tmp_path / "peg", s, resume=True, progress=False)
+    assert "\n" not in str(e.value)
+
+
 def test_bad_clustering_weights_give_one_line_errors(tmp_path):
     from sim_core.io.weights import WeightsError
     good = tmp_path / "good.npz"
