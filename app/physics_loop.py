@@ -90,8 +90,8 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
     haptic side; the robustness tests use it).
 
     Logging: either in this loop (``log``: a LogWriter; it also drains the haptic ``ring``)
-    or, in a session, by the logger process (``phys_ring``: one ``layout.PHYS`` record per
-    step), so JSON and disk never cost the physics its deadline."""
+    or, in a session, by the logger process (``phys_ring``: a ``shm.RingWriter``, one
+    ``records.PHYS`` record per step), so JSON and disk never cost the physics its deadline."""
     stats = RateStats(window=100000)
     T = model.dt
     misses = 0
@@ -124,7 +124,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         stats.tick(start, end)
         snap_slot.write(snapshot_array(state, info, stats, misses))
         if phys_ring is not None:
-            phys_ring.push(pack_physics(before, inp, state, info, rec))
+            phys_ring.put(pack_physics(before, inp, state, info, rec))
         if log is not None:
             log.physics_step(before, inp, state, info)
             log_ticks(log, ring.drain())
