@@ -83,7 +83,8 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     ring = Ring(TICK.size, spec["ring_capacity"], name=spec["ring"], create=False)
     # every tick to the logger, which may fall behind: a full ring spills into this process's
     # memory, never blocks the loop (shm.RingWriter); no log, no records
-    writer = RingWriter(ring, TICK.slices["seq"].start, SPILL_LIMIT_TICKS, catch_up=64) if spec.get("log") else None
+    spill = spec.get("spill_limits", {}).get("haptic", SPILL_LIMIT_TICKS)
+    writer = RingWriter(ring, TICK.slices["seq"].start, spill, catch_up=64) if spec.get("log") else None
     dev = None
     rec = np.zeros(PROXY.size)          # before the device opens: a failing open still reports through it
     try:

@@ -106,10 +106,10 @@ def logger_main(spec: dict, cfg: dict, stop, go, started, producers_done, realti
         while not go.wait(0.05) and not stop.is_set():
             pass
         began = bool(started.value)
+        parent = os.getppid()
         if began:
             log.put("/session", 0.0, {"device": spec["device_label"], "sched_fifo": bool(realtime.value),
                                       "headless": spec.get("headless", True), "physics": "step"})
-        parent = os.getppid()
         t0 = time.perf_counter()
         pending = sorted(tuple(x) for x in spec.get("logger_stalls", ()))
         while began:
@@ -135,14 +135,15 @@ def logger_main(spec: dict, cfg: dict, stop, go, started, producers_done, realti
             if not busy:
                 time.sleep(LOG_PERIOD_S)
         stats = {"started": began, "haptic": ticks.finish(log), "physics": steps.finish(log)}
+        while not producers_done.wait(0.05) and os.getppid() == parent:
+            pass                          # the main process's note on how the session ended comes first
     finally:
         end = dict(stats)
         end.setdefault("started", False)
-        while True:
-            try:
-                end.update(notes.get_nowait())
-            except (queue.Empty, OSError, ValueError):
-                break
+        try:                              # put before producers_done is set: it is on its way
+            end.update(notes.get(timeout=2.0 if producers_done.is_set() else 0.0))
+        except (queue.Empty, OSError, ValueError):
+            pass
         end["lost"] = ticks.gaps + steps.gaps
         end["complete"] = bool(stats) and not end["lost"]
         try:

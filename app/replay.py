@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim_core.io.log import Log, LogError, gaps_in_records, describe_losses, losses
+from sim_core.io.log import Log, LogError, describe_losses, gaps_in_records, losses
 
 # the fields replay reads, with their lengths (None: the arm's own)
 FIELDS = {

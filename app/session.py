@@ -40,14 +40,15 @@ from sim_core.io.shm import Ring, RingWriter, SeqSlot, StopFlag
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks (2.8 MB); the logger drains every 20 ms
 PHYS_RING_CAPACITY = 1024     # 10 s of physics steps (0.9 MB)
-SPILL_LIMIT_S = 600.0         # s of records a loop keeps while its ring is full (haptic 200 MB,
-                              # physics 70 MB at most): a logger starved this long loses records
+SPILL_LIMIT_S = 600.0         # s of physics steps kept while the ring is full (70 MB at most; the
+                              # haptic loop's: haptic_loop.SPILL_LIMIT_TICKS): a logger starved
+                              # this long loses records (counted, and said where)
 PHYSICS_PRIORITY = 60         # SCHED_FIFO priority of the physics process (haptic: 80)
 PHYSICS_THREADS = 1          # numba threads: the haptic loop owns the other core
 STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the numba kernels;
 STARTUP_ENV = "TIGHTSIM_STARTUP_TIMEOUT_S"   # ... or this many seconds from the environment
 HANDOVER_S = 60.0             # after stop: the most a loop may take to hand its records over
-ABORTED_JOIN_S = 2.0          # a session that never started: then its loops are terminated
+ABORTED_JOIN_S = 0.5          # a session that never started: then its loops are terminated
 
 
 @dataclass
@@ -109,7 +110,8 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     snap = SeqSlot(SNAPSHOT.size, name=spec["snapshot"], create=False)
     phys_ring = Ring(PHYS.size, spec["phys_ring_capacity"], name=spec["phys_ring"], create=False)
-    writer = (RingWriter(phys_ring, PHYS.slices["seq"].start, int(SPILL_LIMIT_S / model.dt))
+    writer = (RingWriter(phys_ring, PHYS.slices["seq"].start,
+                         spec.get("spill_limits", {}).get("physics", int(SPILL_LIMIT_S / model.dt)))
               if spec.get("log") else None)
     trace = {"t": [], "p_w": [], "rot": [], "max_pen": [], "mean_pen": [], "force": [], "step": []}
     rot = [0.0]
@@ -246,7 +248,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60,
                 realtime: bool = True, physics_stalls=(), haptic_stalls=(), logger_stalls=(),
                 rings=(RING_CAPACITY, PHYS_RING_CAPACITY), startup_timeout: float | None = None,
-                startup_delays: dict | None = None) -> SessionResult:
+                startup_delays: dict | None = None, spill_limits: dict | None = None) -> SessionResult:
     """Start the loops, let them run `duration` seconds (or until on_frame returns False),
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
     loop's body when there is a view (called about every ``frame_period``).
@@ -258,7 +260,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     Fault injection (the robustness tests): ``physics_stalls`` / ``haptic_stalls`` /
     ``logger_stalls``: [(t s, length s), ...] -- that process freezes for `length` once its
     clock passes `t`; ``startup_delays``: {"haptic" | "physics": s} -- that loop takes this
-    much longer to get ready; ``rings``: the capacities of the haptic and physics rings."""
+    much longer to get ready; ``rings``: the capacities of the haptic and physics rings;
+    ``spill_limits``: {"haptic" | "physics": records} a loop keeps while its ring is full."""
     from devices.base import open_device
     from haptics.local_contact import PACKED_SIZE
     from sim_core import step as step_mod
@@ -303,7 +306,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
                 physics_stalls=[list(s) for s in physics_stalls],
                 haptic_stalls=[list(s) for s in haptic_stalls],
                 logger_stalls=[list(s) for s in logger_stalls],
-                startup_delays=dict(startup_delays or {}))
+                startup_delays=dict(startup_delays or {}), spill_limits=dict(spill_limits or {}))
     rt_flag = ctx.Value("b", 0)
     phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),
                        name="tightsim-physics", daemon=True)
