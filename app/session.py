@@ -213,7 +213,7 @@ def startup_limit() -> float:
 def not_ready_line(waiting, limit: float) -> str:
     """The one line of a session given up on at the start: which loop was not ready."""
     what = ("neither the haptic nor the physics loop was" if len(waiting) == 2
-            else f"the {next(iter(waiting))} loop was")
+            else f"the {next(iter(waiting))} loop was not")
     return (f"{what} ready after {limit:g} s (compiling numba kernels? a first run compiles them; "
             f"{STARTUP_ENV} sets the limit)")
 
