@@ -129,7 +129,8 @@ def _discard(cache, err: BaseException) -> None:
         os.unlink(cache._cache_file._index_path)
     except OSError:
         pass
-    _note_damage(cache._cache_path, err)
+    # the note names (and marks) the cache's top folder, the one all processes share
+    _note_damage(os.environ.get("NUMBA_CACHE_DIR") or cache._cache_path, err)
 
 
 def _index_damaged(cache) -> bool:
