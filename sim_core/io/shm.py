@@ -131,10 +131,19 @@ class Ring:
 
     def push(self, record: np.ndarray) -> bool:
         """Push one record, or drop and count it when the ring is full."""
-        if self.push_many(record[None, :]) == 1:
+        if self.try_push(record):
             return True
         self._ctr[self._DROPPED] += 1
         return False
+
+    def try_push(self, record: np.ndarray) -> bool:
+        """Push one record if there is room (nothing is counted if not)."""
+        head = int(self._ctr[self._HEAD])
+        if head - int(self._ctr[self._TAIL]) >= self.capacity:
+            return False
+        self._rec[head % self.capacity, : record.shape[0]] = record
+        self._ctr[self._HEAD] = head + 1          # publish after the record is written
+        return True
 
     def push_many(self, records: np.ndarray) -> int:
         """Push as many of `records` (n, <= width) as there is room for, in order; returns
@@ -197,13 +206,14 @@ class RingWriter:
     def put(self, record: np.ndarray) -> bool:
         """Offer one record (stamped with its sequence number); False only if it was dropped."""
         r = self.ring
-        seq = int(r._ctr[r._OFFERED])
+        ctr = r._ctr
+        seq = int(ctr[r._OFFERED])
         record[self.seq_col] = seq
-        r._ctr[r._OFFERED] = seq + 1
+        ctr[r._OFFERED] = seq + 1
         r._last_t[0] = record[0]
         if self.pending:
             self._send(self.catch_up)
-        if not self.pending and r.push_many(record[None, :]) == 1:
+        if not self.pending and r.try_push(record):
             return True
         if self.pending >= self.spill_limit:
             r._ctr[r._DROPPED] += 1
