@@ -148,7 +148,7 @@ def cmd_run(a) -> int:
             res = scenario.simulate(model, scenario.record(cfg), state, duration, on_step=on_step)
         finally:
             if log:
-                log.close()
+                log.close_in_process()
         if compiling.kernels:
             compiling.say(f"compiled {compiling.kernels} kernels in {compiling.seconds:.1f} s; "
                           "later runs load them from the cache")
@@ -421,11 +421,14 @@ def _typed(p: argparse.ArgumentParser, command: str = "") -> None:
 
 def cmd_replay(a) -> int:
     from app.replay import replay
-    from sim_core.io.log import read_log
+    from sim_core.io.log import describe_losses, losses, read_log
     log = read_log(a.log)
-    n, ep, ev = replay(log, verify=a.verify)
+    n, ep, ev = replay(log, verify=a.verify)      # lost physics steps: "incomplete log", exit 2
     print(f"replayed {n} physics steps from {a.log}"
           + (" (log was cut; replayed up to the cut)" if log.truncated else ""))
+    gaps = losses(log)[0]
+    if gaps:                                      # haptic ticks only: the physics is all there
+        print(f"incomplete log: {describe_losses(gaps)}; every physics step is there")
     if a.verify:
         ok = ep <= a.tolerance and ev <= a.tolerance
         print(f"max deviation from the logged trajectory: pose {ep:.3e}, twist {ev:.3e} -> "
@@ -435,9 +438,12 @@ def cmd_replay(a) -> int:
 
 
 def cmd_log_info(a) -> int:
-    from sim_core.io.log import info, read_log
-    print(info(read_log(a.log)))
-    return 0
+    """Exit 0 for a complete log (or one with no account of its own and no gaps found),
+    1 for one with records lost, cut or damaged; 2 for a file that is not a log."""
+    from sim_core.io.log import info, read_log, verdict
+    log = read_log(a.log)
+    print(info(log))
+    return 1 if verdict(log)[0] is False else 0
 
 
 RAY_HELP = ("{what} on a Ray cluster instead of local processes (pip install -e \".[scale]\"): 'auto' "

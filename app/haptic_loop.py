@@ -32,14 +32,15 @@ import traceback
 import numpy as np
 
 from app.events import event, process_logger
-from app.loops import child_signals, sleep_until, try_realtime
+from app.loops import child_signals, sleep_until, start_up_done, try_realtime, wait_for_go
 from sim_core.io.records import PROXY, TICK
-from sim_core.io.shm import Ring, SeqSlot
+from sim_core.io.shm import Ring, RingWriter, SeqSlot
 
 T_HAPTIC = 1e-3
 ORPHAN_CHECK_TICKS = 50     # every 50 ms: if the session process died, stop (zero force)
 PHYSICS_DEAD_S = 0.25       # 25 physics periods without a contact model: the physics is dead, ramp out
 STALL_RAMP_S = 0.01         # ... over 10 ms (and back in over the same time)
+SPILL_LIMIT_TICKS = 600_000  # 10 minutes of ticks (200 MB) kept while the logger's ring is full
 
 
 def physics_watchdog(age: float | None, safety: float) -> float:
@@ -103,12 +104,16 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     from haptics.local_contact import PACKED_SIZE, LocalContact
     from haptics.proxy import Proxy
 
-    child_signals(stop)
+    child_signals(stop, starting=True)     # SIGTERM ends the start-up at once (not the loop)
     log = process_logger("haptic", status)
     realtime = False
     proxy_slot = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact_slot = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     ring = Ring(TICK.size, spec["ring_capacity"], name=spec["ring"], create=False)
+    # every tick to the logger, which may fall behind: a full ring spills into this process's
+    # memory, never blocks the loop (shm.RingWriter); no log, no records
+    spill = spec.get("spill_limits", {}).get("haptic", SPILL_LIMIT_TICKS)
+    writer = RingWriter(ring, TICK.slices["seq"].start, spill, catch_up=64) if spec.get("log") else None
     dev = None
     rec = np.zeros(PROXY.size)          # before the device opens: a failing open still reports through it
     try:
@@ -129,9 +134,11 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
         gc.collect()
         gc.freeze()
         gc.disable()
+        time.sleep(spec.get("startup_delays", {}).get("haptic", 0.0))   # injected (the tests)
+        start_up_done()
         event(log, "ready", True, "haptic loop ready")
-        if go is not None:
-            go.wait()
+        if go is not None and not wait_for_go(go, stop):
+            return                               # the session did not start (finally: zero force)
         buf = np.empty(PACKED_SIZE)
         lc, lc_seq, lc_wall = None, 0, None
         safety = 1.0
@@ -173,7 +180,8 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
             TICK.pack(rec_tick, t=now, dev_p=s.p, dev_q=s.q, dev_v=s.v, dev_w=s.w, buttons=s.buttons,
                       p=proxy.p_w, R=proxy.R_wb, V=proxy.V, device_wrench=dev.last_wrench,
                       energy=coupling.observer_energy, period=start - prev, work=end - start)
-            ring.push(rec_tick)
+            if writer is not None:
+                writer.put(rec_tick)
             prev = start
             if not math.isfinite(proxy.p_w.sum()):
                 raise FloatingPointError("proxy state is not finite")
@@ -191,6 +199,8 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
                 dev.close()
             except Exception:  # noqa: BLE001 - the device may be gone already
                 pass
+        if writer is not None:
+            writer.close()       # the force is zero: now the spill may wait for the logger
         event(log, "exit", True, "haptic loop stopped")
         proxy_slot.close()
         contact_slot.close()

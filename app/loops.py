@@ -67,11 +67,41 @@ class RateStats:
         return float(np.percentile(self.periods, q)) if self.periods else 0.0
 
 
-def child_signals(stop) -> None:
+_STARTING = [False]
+
+
+class StartUpEnded(SystemExit):
+    """Raised by SIGTERM in a loop process still starting (loading or compiling kernels)."""
+
+
+def child_signals(stop, starting: bool = False) -> None:
     """In a session's loop process: Ctrl-C belongs to the main process (it stops the session
     for everyone; a child that also caught it printed a traceback), and SIGTERM -- sent to the
     whole process group, say -- sets the stop flag, so the loop ends the way it always does
-    (the haptic loop commands zero force, the logger closes the log)."""
+    (the haptic loop commands zero force, the logger closes the log).  With ``starting``,
+    until ``start_up_done()``, SIGTERM also ends the start-up at once (``StartUpEnded``): a
+    session given up on during a minute of compiling must not wait for the compiler; the
+    process's ``finally`` blocks still run (the haptic loop zeroes the force)."""
     import signal
+    _STARTING[0] = starting
+
+    def on_term(*_):
+        stop.set()
+        if _STARTING[0]:
+            _STARTING[0] = False
+            raise StartUpEnded(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def start_up_done() -> None:
+    """From here on SIGTERM only sets the stop flag (the loop ends itself, cleanly)."""
+    _STARTING[0] = False
+
+
+def wait_for_go(go, stop, poll: float = 0.05) -> bool:
+    """Wait for the session's go (True), or its stop without a go (False: it never started)."""
+    while not go.wait(poll):
+        if stop.is_set():
+            return False
+    return True

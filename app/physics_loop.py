@@ -95,8 +95,8 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
     snapshot (the HUD's task line).
 
     Logging: either in this loop (``log``: a LogWriter; it also drains the haptic ``ring``)
-    or, in a session, by the logger process (``phys_ring``: one ``layout.PHYS`` record per
-    step), so JSON and disk never cost the physics its deadline."""
+    or, in a session, by the logger process (``phys_ring``: a ``shm.RingWriter``, one
+    ``records.PHYS`` record per step), so JSON and disk never cost the physics its deadline."""
     stats = RateStats(window=100000)
     T = model.dt
     misses = 0
@@ -131,7 +131,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
             task.update(before, state)
         snap_slot.write(snapshot_array(state, info, stats, misses, None if task is None else task.fields()))
         if phys_ring is not None:
-            phys_ring.push(pack_physics(before, inp, state, info, rec))
+            phys_ring.put(pack_physics(before, inp, state, info, rec))
         if log is not None:
             log.physics_step(before, inp, state, info)
             log_ticks(log, ring.drain())

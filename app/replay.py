@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim_core.io.log import Log, LogError
+from sim_core.io.log import Log, LogError, describe_losses, gaps_in_records, losses
 
 # the fields replay reads, with their lengths (None: the arm's own)
 FIELDS = {
@@ -41,10 +41,17 @@ def replay(log: Log, verify: bool = False):
     returns (steps, max position error m, max velocity error m/s or rad/s), the part's and the
     arm's joints alike.  Bitwise reproduction gives zeros.  A log with damaged records, or
     messages of another shape, is a LogError: it is never compared (a damaged chunk would
-    otherwise drop the steps it held and the rest would still match)."""
+    otherwise drop the steps it held and the rest would still match).  A log that lost physics
+    steps (its writer says so, or a step does not start where the one before it ended) is a
+    LogError too, "incomplete log": the steps after a gap start from a state the log does not
+    hold, and a replay through it would only say MISMATCH."""
     if log.corrupt:
         more = f" (and {len(log.corrupt) - 1} more)" if len(log.corrupt) > 1 else ""
         raise LogError(f"{log.path}: corrupted: {log.corrupt[0]}{more}; not replayed")
+    said, found = losses(log)[0], gaps_in_records(log)
+    gaps = [g for g in said if g.get("stream") == "physics"] or [g for g in found if g.get("stream") == "physics"]
+    if gaps:
+        raise LogError(f"{log.path}: incomplete log: {describe_losses(gaps)}; not replayed")
     from dataclasses import replace
 
     from sim_core.config import validate

@@ -8,11 +8,18 @@
         v
     main process    (render loop ~60 Hz when there is a display; else just waits)
 
-The logger process owns the MCAP log and drains both rings every 20 ms, so neither loop ever
-waits on JSON encoding or the disk.  The haptic loop runs SCHED_FIFO at priority 80 and the
-physics loop at 60 where permitted: a frame may wait for a physics step, a step not.  Any way the
-session ends -- duration reached, window closed, Ctrl-C, a device fault, a crashed loop -- the
-stop event is set, the haptic loop commands zero force, and the log is closed.
+The logger process (``app.logger``) owns the MCAP log and drains both rings every 20 ms, so
+neither loop ever waits on JSON encoding or the disk; a logger that falls behind delays the
+records, it does not lose them (the loops spill what finds a ring full into their own memory).
+The haptic loop runs SCHED_FIFO at priority 80 and the physics loop at 60 where permitted: a
+frame may wait for a physics step, a step not.
+
+Real time starts (the ``go`` event) only when both loops have said that they are ready (their
+kernels loaded or compiled and warmed); past ``STARTUP_TIMEOUT_S`` the session ends with one
+line naming the loop that was not, without starting.  Any way the session ends -- duration
+reached, window closed, Ctrl-C, SIGTERM, a device fault, a crashed loop, a start-up that never
+finished -- the stop flag is set, the haptic loop commands zero force, both loops hand their
+records over, and the logger writes them all before it closes the log.
 """
 from __future__ import annotations
 
@@ -27,16 +34,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.events import ROOT, as_message, event, process_logger
-from app.loops import child_signals, sleep_until, try_realtime
+from app.loops import child_signals, sleep_until, start_up_done, try_realtime, wait_for_go
 from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
-from sim_core.io.shm import Ring, SeqSlot, StopFlag
+from sim_core.io.shm import Ring, RingWriter, SeqSlot, StopFlag
 
-RING_CAPACITY = 8192          # 8 s of haptic ticks; the logger drains every LOG_PERIOD_S
-PHYS_RING_CAPACITY = 1024     # 10 s of physics steps
-LOG_PERIOD_S = 0.02
+RING_CAPACITY = 8192          # 8 s of haptic ticks (2.8 MB); the logger drains every 20 ms
+PHYS_RING_CAPACITY = 1024     # 10 s of physics steps (0.9 MB)
+SPILL_LIMIT_S = 600.0         # s of physics steps kept while the ring is full (70 MB at most; the
+                              # haptic loop's: haptic_loop.SPILL_LIMIT_TICKS): a logger starved
+                              # this long loses records (counted, and said where)
 PHYSICS_PRIORITY = 60         # SCHED_FIFO priority of the physics process (haptic: 80)
 PHYSICS_THREADS = 1          # numba threads: the haptic loop owns the other core
-STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the numba kernels
+STARTUP_TIMEOUT_S = 120.0     # loading (or, on a fresh machine, compiling) the numba kernels;
+STARTUP_ENV = "TIGHTSIM_STARTUP_TIMEOUT_S"   # ... or this many seconds from the environment
+HANDOVER_S = 60.0             # after stop: the most a loop may take to hand its records over
+ABORTED_JOIN_S = 0.5          # a session that never started: then its loops are terminated
 
 
 @dataclass
@@ -44,10 +56,11 @@ class SessionResult:
     physics: dict = field(default_factory=dict)      # steps, misses, periods, works, final
     messages: list = field(default_factory=list)     # (kind, ok, text) from the haptic process
     realtime: bool = False
+    started: bool = False                             # real time began (both loops were ready)
     fault: str | None = None
     energy: float = 0.0
     wall: float = 0.0
-    log_stats: dict = field(default_factory=dict)   # logged_steps, dropped_ticks, dropped_steps
+    log_stats: dict = field(default_factory=dict)   # the log's /session_end: counts and gaps (app.logger)
     figures: dict = field(default_factory=dict)     # the part's penetration and the task figure
 
     def absorb(self, status) -> bool:
@@ -78,8 +91,9 @@ def start_state(spec: dict):
 
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
-    """Physics process: build the scenario, run the loop until stop, report statistics."""
-    child_signals(stop)
+    """Physics process: build the scenario, run the loop until stop, hand the log records
+    over, report statistics."""
+    child_signals(stop, starting=True)     # SIGTERM ends the start-up at once (not the loop)
     # One numba thread: the haptic loop owns a core, and a parallel kernel whose second
     # thread waits behind it would stall the whole step (measured: 6.6 % missed deadlines).
     import numba
@@ -95,7 +109,10 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
     snap = SeqSlot(SNAPSHOT.size, name=spec["snapshot"], create=False)
-    phys_ring = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
+    phys_ring = Ring(PHYS.size, spec["phys_ring_capacity"], name=spec["phys_ring"], create=False)
+    writer = (RingWriter(phys_ring, PHYS.slices["seq"].start,
+                         spec.get("spill_limits", {}).get("physics", int(SPILL_LIMIT_S / model.dt)))
+              if spec.get("log") else None)
     trace = {"t": [], "p_w": [], "rot": [], "max_pen": [], "mean_pen": [], "force": [], "step": []}
     rot = [0.0]
 
@@ -126,58 +143,32 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
             # after the start-up (numba, scenario), below the haptic loop (80) but above
             # rendering: a frame may wait, a physics step not
             try_realtime(PHYSICS_PRIORITY)
+        time.sleep(spec.get("startup_delays", {}).get("physics", 0.0))   # injected (the tests)
         if ready is not None:
+            start_up_done()
             event(process_logger("physics", ready), "ready", True, "physics loop ready")
-            go.wait()
+            if not wait_for_go(go, stop):
+                return                       # the session did not start
         res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
                                stalls=[tuple(s) for s in spec.get("physics_stalls", ())],
-                               phys_ring=phys_ring, task=scenario.LiveFigures(model, scen))
+                               phys_ring=writer, task=scenario.LiveFigures(model, scen))
+        if writer is not None:
+            writer.close()                   # the spill goes into the ring as the logger takes it
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
                  "final": {"p_w": res["final"].p_w[0].tolist(), "R_wb": res["final"].R_wb[0].tolist(),
                            "q": res["final"].q.tolist()},
-                 "dropped": phys_ring.dropped})
+                 "dropped": phys_ring.dropped if writer is not None else 0,
+                 "spilled": writer.spilled if writer is not None else 0})
     except Exception as e:  # noqa: BLE001 - report it; the main process ends the session
         import traceback
         out.put({"error": f"physics loop: {type(e).__name__}: {e}", "traceback": traceback.format_exc()})
         stop.set()
     finally:
+        if writer is not None and not phys_ring.closed:
+            writer.close(patience_s=2.0)    # after an error: what was stepped still reaches the log
         for s in (proxy, contact, snap, phys_ring):
             s.close()
-
-
-def _logger_main(spec: dict, cfg: dict, stop, go, realtime, out) -> None:
-    """Logger process: drains the haptic and physics rings into the MCAP log every
-    ``LOG_PERIOD_S``, so neither loop ever waits on JSON encoding or the disk."""
-    child_signals(stop)
-    from app import physics_loop
-    from sim_core.io.log import LogWriter
-    ticks = Ring(TICK.size, RING_CAPACITY, name=spec["ring"], create=False)
-    phys = Ring(PHYS.size, PHYS_RING_CAPACITY, name=spec["phys_ring"], create=False)
-    log = LogWriter(spec["log"])
-    n = 0
-    try:
-        log.put("/config", 0.0, cfg)
-        log.part_state(start_state(spec))
-        go.wait()
-        log.put("/session", 0.0, {"device": spec["device_label"], "sched_fifo": bool(realtime.value),
-                                  "headless": spec.get("headless", True), "physics": "step"})
-        parent = os.getppid()
-        while True:
-            done = stop.is_set() or os.getppid() != parent   # session died: close the log
-            physics_loop.log_ticks(log, ticks.drain())
-            for r in phys.drain():
-                log.physics_record(r)
-                n += 1
-            log.flush()
-            if done:
-                break
-            time.sleep(LOG_PERIOD_S)
-    finally:
-        log.close()
-        out.put({"logged_steps": n, "dropped_ticks": ticks.dropped, "dropped_steps": phys.dropped})
-        ticks.close()
-        phys.close()
 
 
 def scripted_start(scen, R0: np.ndarray, p_script: np.ndarray) -> np.ndarray:
@@ -205,19 +196,78 @@ def scripted_start(scen, R0: np.ndarray, p_script: np.ndarray) -> np.ndarray:
                                                      + np.asarray(R0) @ np.array([0.0, 0.0, half]))
 
 
+def startup_limit() -> float:
+    """The start-up limit (s): ``$TIGHTSIM_STARTUP_TIMEOUT_S`` if set, else ``STARTUP_TIMEOUT_S``."""
+    text = os.environ.get(STARTUP_ENV)
+    if text is None:
+        return STARTUP_TIMEOUT_S
+    try:
+        x = float(text)
+    except ValueError:
+        x = float("nan")
+    if not (0.0 < x < float("inf")):
+        raise ValueError(f"{STARTUP_ENV}={text!r}: the start-up limit must be a number of seconds > 0")
+    return x
+
+
+def not_ready_line(waiting, limit: float) -> str:
+    """The one line of a session given up on at the start: which loop was not ready."""
+    what = ("neither the haptic nor the physics loop was" if len(waiting) == 2
+            else f"the {next(iter(waiting))} loop was not")
+    return (f"{what} ready after {limit:g} s (compiling numba kernels? a first run compiles them; "
+            f"{STARTUP_ENV} sets the limit)")
+
+
+def _result_of(q, proc, timeout: float):
+    """The one result a process puts on `q`, read while it runs (a process does not exit
+    before its queue's data is taken); None if it ends, or `timeout` passes, without one."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            return q.get(timeout=0.1)
+        except queue.Empty:
+            if proc is not None and not proc.is_alive():
+                try:
+                    return q.get(timeout=0.5)
+                except queue.Empty:
+                    return None
+    return None
+
+
+def _end_process(p, timeout: float) -> None:
+    """Join `p` for `timeout` s; then SIGTERM (a loop still starting leaves at once), then kill."""
+    p.join(timeout=timeout)
+    for stop_it in (p.terminate, p.kill):
+        if not p.is_alive():
+            return
+        stop_it()
+        p.join(timeout=2.0)
+
+
 def run_session(scenario_name: str, device: str, duration: float, log_path: str | None = None,
                 gains: dict | None = None, on_frame=None, frame_period: float = 1 / 60,
-                realtime: bool = True, physics_stalls=(), haptic_stalls=()) -> SessionResult:
+                realtime: bool = True, physics_stalls=(), haptic_stalls=(), logger_stalls=(),
+                rings=(RING_CAPACITY, PHYS_RING_CAPACITY), startup_timeout: float | None = None,
+                startup_delays: dict | None = None, spill_limits: dict | None = None) -> SessionResult:
     """Start the loops, let them run `duration` seconds (or until on_frame returns False),
     stop them, and gather their statistics.  ``on_frame(snapshot, proxy)`` is the render
     loop's body when there is a view (called about every ``frame_period``).
-    ``physics_stalls`` / ``haptic_stalls``: [(t s, length s), ...] fault injection -- the loop
-    freezes for `length` once its clock passes `t` (the robustness tests)."""
+
+    Real time starts only once both loops are ready; past ``startup_timeout`` s (default
+    ``startup_limit()``) the session ends without starting, its fault naming the loop that
+    was not ready (``started`` False).
+
+    Fault injection (the robustness tests): ``physics_stalls`` / ``haptic_stalls`` /
+    ``logger_stalls``: [(t s, length s), ...] -- that process freezes for `length` once its
+    clock passes `t`; ``startup_delays``: {"haptic" | "physics": s} -- that loop takes this
+    much longer to get ready; ``rings``: the capacities of the haptic and physics rings;
+    ``spill_limits``: {"haptic" | "physics": records} a loop keeps while its ring is full."""
     from devices.base import open_device
     from haptics.local_contact import PACKED_SIZE
     from sim_core import step as step_mod
     from sim_core.scenarios import scenario
     from sim_core.types import State
+    limit = startup_limit() if startup_timeout is None else float(startup_timeout)
     model, state, cfg = scenario.load(scenario_name)
     scen = scenario.record(cfg)
     p0, R0 = state.p_w[0], state.R_wb[0]
@@ -245,19 +295,22 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         device = f"shared:{slots['input'].name}"
         if on_frame is not None and hasattr(on_frame, "bind_keyboard"):
             on_frame.bind_keyboard(keyboard)
-    ring = Ring(TICK.size, RING_CAPACITY)
-    phys_ring = Ring(PHYS.size, PHYS_RING_CAPACITY)
+    ring = Ring(TICK.size, rings[0])
+    phys_ring = Ring(PHYS.size, rings[1])
     slots["proxy"].write(PROXY.pack(t=0.0, p=p0, R=R0, V=np.zeros(6)))
     stop, go = StopFlag(ctx), ctx.Event()
-    status, out = ctx.Queue(), ctx.Queue()
+    started, producers_done = ctx.RawValue("b", 0), ctx.Event()
+    status, out, notes = ctx.Queue(), ctx.Queue(), ctx.Queue()
     spec = {k: s.name for k, s in slots.items()}
-    spec.update(ring=ring.name, ring_capacity=RING_CAPACITY, phys_ring=phys_ring.name, device=device,
-                device_label=device_label, scenario=scenario_name,
+    spec.update(ring=ring.name, ring_capacity=rings[0], phys_ring=phys_ring.name, phys_ring_capacity=rings[1],
+                device=device, device_label=device_label, scenario=scenario_name,
                 mass=model.bodies[0].mass, inertia=model.bodies[0].inertia_b.tolist(), p0=list(p0),
                 R0=np.asarray(R0).tolist(), **_arm_start(model, step_mod.start(model, State(0.0, p0, R0, np.zeros(6)))),
                 gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime,
                 physics_stalls=[list(s) for s in physics_stalls],
-                haptic_stalls=[list(s) for s in haptic_stalls])
+                haptic_stalls=[list(s) for s in haptic_stalls],
+                logger_stalls=[list(s) for s in logger_stalls],
+                startup_delays=dict(startup_delays or {}), spill_limits=dict(spill_limits or {}))
     rt_flag = ctx.Value("b", 0)
     phys = ctx.Process(target=_physics_main, args=(spec, stop, out, status, go, rt_flag),
                        name="tightsim-physics", daemon=True)
@@ -266,42 +319,64 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     logger = None
     log_out = ctx.Queue()
     if log_path:
-        logger = ctx.Process(target=_logger_main, args=(spec, cfg, stop, go, rt_flag, log_out),
+        from app.logger import logger_main
+        logger = ctx.Process(target=logger_main,
+                             args=(spec, cfg, stop, go, started, producers_done, rt_flag, notes, log_out),
                              name="tightsim-logger", daemon=True)
         logger.start()
     res = SessionResult()
 
     def _interrupted(signum, _frame):
         # SIGTERM or Ctrl-C: stop every loop the usual way; the finally below joins them,
-        # closes the log and unlinks the shared memory
+        # the logger writes every record and closes the log, the shared memory is unlinked
         res.messages.append(("stop", True, f"interrupted ({signal.Signals(signum).name})"))
         stop.set()
     old = {sig: signal.signal(sig, _interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
     phys.start()
     hapt.start()
-    ready = 0
-    deadline = time.perf_counter() + STARTUP_TIMEOUT_S
-    while (ready < 2 and time.perf_counter() < deadline and hapt.is_alive() and phys.is_alive()
-           and not stop.is_set()):
-        try:
-            msg = as_message(status.get(timeout=0.1))
-        except queue.Empty:
-            continue
-        res.messages.append(msg)
-        if msg[0] == "ready":
-            ready += 1
-        elif msg[0] == "realtime":
-            res.realtime = bool(msg[1])
-            rt_flag.value = int(res.realtime)
-        elif msg[0] == "fault":
-            res.fault = msg[2]
-            break
-    go.set()
     t0 = time.perf_counter()
     snap_buf, prox_buf = np.empty(SNAPSHOT.size), np.empty(PROXY.size)
     frame = 0
+    phys_out = None
     try:
-        while time.perf_counter() - t0 < duration and not stop.is_set():
+        # the start-up: real time begins only when both loops are ready
+        waiting = {"haptic", "physics"}
+        deadline = time.perf_counter() + limit
+        while waiting and res.fault is None and not stop.is_set():
+            if not hapt.is_alive() or not phys.is_alive():
+                who = "haptic" if not hapt.is_alive() else "physics"
+                res.absorb(status)             # a loop that failed says why (its fault line)
+                if res.fault is None and who == "physics":
+                    phys_out = _result_of(out, phys, 1.0)
+                    if phys_out is not None and "error" in phys_out:
+                        res.fault = phys_out["error"]
+                        event(logging.getLogger(ROOT), "fault", False, res.fault)
+                if res.fault is None:
+                    res.fault = f"the {who} loop's process ended during its start-up"
+                    event(logging.getLogger(ROOT), "fault", False, res.fault)
+                break
+            if time.perf_counter() >= deadline:
+                res.fault = not_ready_line(waiting, limit)
+                event(logging.getLogger(ROOT), "fault", False, res.fault)
+                break
+            try:
+                msg = as_message(status.get(timeout=0.1))
+            except queue.Empty:
+                continue
+            res.messages.append(msg)
+            if msg[0] == "ready":
+                waiting.discard(msg[2].split()[0])      # "haptic loop ready" / "physics loop ready"
+            elif msg[0] == "realtime":
+                res.realtime = bool(msg[1])
+                rt_flag.value = int(res.realtime)
+            elif msg[0] == "fault":
+                res.fault = msg[2]
+        if not waiting and res.fault is None and not stop.is_set():
+            res.started = True
+            started.value = 1
+            go.set()
+        t0 = time.perf_counter()
+        while res.started and time.perf_counter() - t0 < duration and not stop.is_set():
             frame += 1                        # absolute frame deadlines; a late frame does not wait
             next_frame = t0 + frame * frame_period
             if next_frame > time.perf_counter():
@@ -329,31 +404,29 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         stop.set()
         for sig, handler in old.items():
             signal.signal(sig, handler)
-        res.wall = time.perf_counter() - t0
+        res.wall = time.perf_counter() - t0 if res.started else 0.0
         if on_frame is not None and hasattr(on_frame, "close"):
             on_frame.close()                 # the window goes before the loops are joined
-        hapt.join(timeout=5)
-        phys_out = None
-        try:
-            phys_out = out.get(timeout=30)
-        except queue.Empty:
-            pass
-        phys.join(timeout=5)
-        if logger is not None:
-            try:
-                res.log_stats = log_out.get(timeout=30)
-            except queue.Empty:
-                pass
-            logger.join(timeout=5)
-        for p in (hapt, phys, logger):
-            if p is not None and p.is_alive():
-                p.terminate()
+        # the loops stop within a tick or a step, then hand their records over to the logger
+        # (which drains meanwhile); a session that never started ends its loops at once
+        wait = HANDOVER_S if res.started else ABORTED_JOIN_S
+        _end_process(hapt, wait)
+        if phys_out is None:
+            phys_out = _result_of(out, phys, wait)
+        _end_process(phys, wait)
         res.absorb(status)
+        if phys_out is not None and "error" in phys_out:
+            res.fault = res.fault or phys_out["error"]
+        if logger is not None:
+            # both loops are gone: whatever they handed over is in the rings; the logger
+            # writes it all, then /session_end with why the session ended, and closes the log
+            notes.put({"fault": res.fault, "interrupted": any(m[0] == "stop" for m in res.messages)})
+            producers_done.set()
+            res.log_stats = _result_of(log_out, logger, HANDOVER_S) or {}
+            _end_process(logger, 5.0)
         for s in (*slots.values(), ring, phys_ring):
             s.close(unlink=True)
-    if phys_out is not None:
-        if "error" in phys_out:
-            res.fault = phys_out["error"]
+    if phys_out is not None and "error" not in phys_out:
         res.physics = phys_out
         res.figures = _figures(model, scen, phys_out)
     return res
@@ -392,7 +465,24 @@ def _figures(model, scen, ph: dict) -> dict:
     return out
 
 
+def log_line(stats: dict) -> str | None:
+    """The summary's line on the log: every record written, or how many were lost and where."""
+    if not stats:
+        return None
+    from sim_core.io.log import describe_losses
+    h, p = stats.get("haptic", {}), stats.get("physics", {})
+    if stats.get("lost"):
+        return f"log records         INCOMPLETE: {describe_losses(stats['lost'])}"
+    if not stats.get("complete"):
+        return "log records         INCOMPLETE: the logger did not finish (see the log's end)"
+    return (f"log records         all written: {h.get('logged', 0)} haptic ticks, "
+            f"{p.get('logged', 0)} physics steps")
+
+
 def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
+    if not res.started:             # never started: the reason, nothing to measure
+        lines = [f"fault               {res.fault}" if res.fault else "session             stopped before it started"]
+        return lines
     ph = res.physics
     prio = 'SCHED_FIFO' if res.realtime else 'normal priority (SCHED_FIFO not permitted)'
     lines = [f"session             {res.wall:.2f} s wall, haptic loop {prio}"]
@@ -408,6 +498,9 @@ def summary_lines(res: SessionResult, model_dt: float = 0.01) -> list[str]:
         lines.append(f"penetration         max {fg['max_penetration_m'] * 1e6:.1f} um (the part, by its detector)")
         from sim_core.scenarios.scenario import task_line
         lines.append(task_line(fg))             # the batch summary's line: figure and target
+    line = log_line(res.log_stats)
+    if line:
+        lines.append(line)
     if res.fault:
         lines.append(f"fault               {res.fault}")
     return lines

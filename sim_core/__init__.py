@@ -29,9 +29,11 @@ _limit_blas()
 
 def _kernel_cache() -> None:
     """numba's kernels cached per source tree (``paths.use_numba_cache``: a changed callee in
-    another file is never served stale), set before any kernel is defined."""
-    from sim_core.paths import use_numba_cache
+    another file is never served stale), set before any kernel is defined; a damaged cache
+    file is discarded and its kernel compiled again (``paths.use_kernel_cache_guard``)."""
+    from sim_core.paths import use_kernel_cache_guard, use_numba_cache
     use_numba_cache()
+    use_kernel_cache_guard()
 
 
 _kernel_cache()

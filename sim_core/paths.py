@@ -92,3 +92,115 @@ def use_numba_cache() -> None:
             shutil.rmtree(p, ignore_errors=True)
     except OSError:
         pass
+
+
+# --- a damaged kernel cache is discarded, not fatal ------------------------------------------
+# numba reads its cache files (an index ``*.nbi`` and data ``*.nbc`` per kernel, both pickles)
+# without any guard: a file with random bytes or cut in half (a full disk, a killed process on
+# a file system without atomic renames, a bad copy) raised an unpickling error out of every
+# run.  The guard wraps numba's per-kernel cache: a load that fails drops that kernel's index
+# (so the kernel is compiled again and its files rewritten) with one note on stderr.  It is
+# installed when numba's caching module is first imported, so importing sim_core alone does
+# not import numba.
+DAMAGE_NOTE_S = 60.0           # one note per this many seconds for all the processes of a session
+
+
+def _note_damage(folder: str, err: BaseException) -> None:
+    """One line on stderr, once per process and (by a marker file in the cache folder) once
+    per ``DAMAGE_NOTE_S`` for all the processes of a session."""
+    import sys
+    import time
+    if _GUARD["noted"]:
+        return
+    _GUARD["noted"] = True
+    marker = Path(folder) / ".tightsim-damage-noted"
+    try:
+        if marker.exists() and time.time() - marker.stat().st_mtime < DAMAGE_NOTE_S:
+            return
+        marker.touch()
+    except OSError:
+        pass
+    sys.stderr.write(f"tightsim: the numba kernel cache in {folder} had a damaged file "
+                     f"({type(err).__name__}); discarded: its kernels are compiled again\n")
+
+
+def _discard(cache, err: BaseException) -> None:
+    try:
+        os.unlink(cache._cache_file._index_path)
+    except OSError:
+        pass
+    # the note names (and marks) the cache's top folder, the one all processes share
+    _note_damage(os.environ.get("NUMBA_CACHE_DIR") or cache._cache_path, err)
+
+
+def _index_damaged(cache) -> bool:
+    try:
+        cache._cache_file._load_index()
+    except FileNotFoundError:
+        return False
+    except Exception:  # noqa: BLE001 - whatever the unpickler raises on garbage
+        return True
+    return False
+
+
+def guard_kernel_cache(caching) -> None:
+    """Wrap ``numba.core.caching.Cache``'s load and save (see above); idempotent."""
+    Cache = caching.Cache
+    if getattr(Cache, "_tightsim_guarded", False):
+        return
+    load, save = Cache.load_overload, Cache.save_overload
+
+    def load_overload(self, sig, target_context):
+        try:
+            return load(self, sig, target_context)
+        except Exception as e:  # noqa: BLE001 - a damaged file fails anywhere in unpickling or rebuilding
+            _discard(self, e)
+            return None         # a cache miss: numba compiles and saves afresh
+
+    def save_overload(self, sig, data):
+        try:
+            return save(self, sig, data)
+        except Exception as e:  # noqa: BLE001
+            if not _index_damaged(self):
+                raise
+            _discard(self, e)
+            return save(self, sig, data)
+
+    Cache.load_overload, Cache.save_overload = load_overload, save_overload
+    Cache._tightsim_guarded = True
+
+
+_GUARD = {"noted": False}
+_CACHING = "numba.core.caching"
+
+
+class _AfterImport:
+    """A meta-path finder that runs ``guard_kernel_cache`` right after numba's caching module
+    is executed (then takes itself off the path)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _CACHING:
+            return None
+        import importlib.util
+        import sys
+        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            guard_kernel_cache(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def use_kernel_cache_guard() -> None:
+    """Guard numba's kernel cache in this process: now if numba's caching module is loaded,
+    else when it is."""
+    import sys
+    if _CACHING in sys.modules:
+        guard_kernel_cache(sys.modules[_CACHING])
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport())

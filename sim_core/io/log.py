@@ -15,7 +15,15 @@ topic              rate       fields
 /arm_state         100 Hz     t, q, qd, tau -- the Panda after the step (when the arm holds the part)
 /contact           100 Hz     t, wrench, max penetration, node and cluster counts
 /timing            per loop   loop name, period and work time statistics
+/dropped           rare       records that never reached the file: stream, count, the first
+                              one's number, the times of the records either side
+/session_end       once       the last message of a log closed cleanly: whether real time
+                              started, each stream's records offered / logged / lost, every
+                              gap, why the session ended, ``complete``
 =================  =========  ==============================================================
+
+A log without ``/session_end`` was not closed by its session (a killed process) or comes from
+an older tightsim; ``losses`` then looks for gaps in the records themselves.
 
 Chunks are small (32 KiB) and the file is flushed every physics step, so a session killed
 mid-way leaves every closed chunk on disk; ``read_log`` reads records in order and stops cleanly at the
@@ -60,6 +68,12 @@ SCHEMAS = {
         "n_contacts": {"type": "integer"}, "n_clusters": {"type": "integer"},
         "fallback": {"type": "boolean", "description": "the clustering's safety net acted"}}},
     "/timing": {"type": "object", "properties": {"loop": {"type": "string"}, "t": {"type": "number"}}},
+    "/dropped": {"type": "object", "properties": {
+        "stream": {"type": "string"}, "count": {"type": "integer"}, "first": {"type": "integer"},
+        "after_t": {"type": ["number", "null"]}, "before_t": {"type": ["number", "null"]}}},
+    "/session_end": {"type": "object", "properties": {
+        "started": {"type": "boolean"}, "complete": {"type": "boolean"}, "lost": {"type": "array"},
+        "fault": {"type": ["string", "null"]}}},
 }
 
 
@@ -75,9 +89,12 @@ class LogWriter:
         self.path = Path(path)
         self._f, self._w, self._ch = open_writer(self.path, SCHEMAS, CHUNK_BYTES)
         self._seq = 0
+        self._last_t = 0.0
+        self.steps = 0             # physics records written
 
     def put(self, topic: str, t: float, msg: dict) -> None:
         ns = max(0, int(round(t * 1e9)))
+        self._last_t = max(self._last_t, ns * 1e-9)
         self._seq += 1
         self._w.add_message(self._ch[topic], log_time=ns, publish_time=ns, sequence=self._seq,
                             data=json.dumps(msg).encode())
@@ -92,6 +109,7 @@ class LogWriter:
     def physics_record(self, r: np.ndarray) -> None:
         """The same messages from a packed ``layout.PHYS`` record (the logger process)."""
         from sim_core.io.records import PHYS, STAGE_NAMES
+        self.steps += 1
         f = PHYS.unpack(r)
         t, ta = float(f["t"][0]), float(f["t_after"][0])
         self.put("/physics_input", t, {
@@ -121,7 +139,17 @@ class LogWriter:
         if st.q.size:
             self.put("/arm_state", st.t, {"t": st.t, "q": st.q.tolist(), "qd": st.qd.tolist(), "tau": []})
 
-    def close(self) -> None:
+    def close_in_process(self) -> None:
+        """Close the log of a run that wrote every step itself, in its own process (nothing
+        between the step and the file that could lose one): ``/session_end`` says so."""
+        n = self.steps
+        self.close(end={"started": True, "physics": {"offered": n, "logged": n, "lost": 0}, "lost": [],
+                        "complete": True})
+
+    def close(self, end: dict | None = None) -> None:
+        """Finish the file; `end` (counts, gaps, why it ended) goes first as ``/session_end``."""
+        if end is not None:
+            self.put("/session_end", self._last_t, end)
         self._w.finish()
         self._f.close()
 
@@ -245,8 +273,95 @@ def read_log(path: Path | str) -> Log:
     return log
 
 
+HAPTIC_T = 1e-3          # s: the haptic loop's period (app.haptic_loop.T_HAPTIC)
+GAP_TOL_S = 1e-7         # s: a tick's time minus the last one's equals its period to rounding
+                         # (1e-13 s); a missing tick adds at least a period, 1 ms
+
+
+def gaps_in_records(log: Log) -> list[dict]:
+    """Gaps found in the records themselves (a log with no account of its own): each physics
+    step starts where the one before it ended (``/physics_input`` k and ``/part_state`` k,
+    the state before it: the same time, exactly), each haptic tick comes one period after the
+    last (``/timing``).  Records lost at the very end leave no gap: only the writer knows."""
+    gaps = []
+    ti = [m.get("t") for _, m in log.messages("/physics_input")]
+    tp = [m.get("t") for _, m in log.messages("/part_state")]
+    dts = [m.get("dt") for _, m in log.messages("/physics_input")]
+    for k in range(min(len(ti), len(tp))):
+        a, b, dt = ti[k], tp[k], dts[k]
+        if not all(isinstance(x, (int, float)) for x in (a, b, dt)) or dt <= 0:
+            continue
+        if a != b:
+            gaps.append({"stream": "physics", "count": max(1, round((a - b) / dt)), "after_t": b, "before_t": a})
+            break      # the steps after the first gap are offset: one gap is enough to say so
+    timing = [m for _, m in log.messages("/timing") if m.get("loop") == "haptic"]
+    try:
+        t = np.array([m["t"] for m in timing], dtype=np.float64)
+        per = np.array([m["period"] for m in timing], dtype=np.float64)
+    except (KeyError, TypeError, ValueError):
+        return gaps
+    if len(t) > 1:
+        extra = np.diff(t) - per[1:]
+        for i in np.nonzero(extra > GAP_TOL_S)[0]:
+            gaps.append({"stream": "haptic", "count": max(1, int(round(extra[i] / HAPTIC_T))),
+                         "after_t": float(t[i]), "before_t": float(t[i + 1])})
+    return gaps
+
+
+def losses(log: Log) -> tuple[list[dict], bool]:
+    """(records that never reached the file, whether the writer accounted for them): the
+    writer's ``/session_end`` when the log has one, else its ``/dropped`` messages and the
+    gaps found in the records of the streams they do not cover.  Each gap: stream, count,
+    ``after_t`` / ``before_t`` (s: the records either side; None at the start or end)."""
+    end = log.messages("/session_end")
+    if end and isinstance(end[-1][1], dict):
+        lost = end[-1][1].get("lost") or []
+        return [g for g in lost if isinstance(g, dict)], True
+    said = [m for _, m in log.messages("/dropped") if isinstance(m, dict)]
+    covered = {g.get("stream") for g in said}
+    return said + [g for g in gaps_in_records(log) if g["stream"] not in covered], False
+
+
+def _span(g: dict) -> str:
+    a, b = g.get("after_t"), g.get("before_t")
+    a = "the start" if a is None else f"{a:.3f}"
+    b = "the end" if b is None else f"{b:.3f} s"
+    return f"{a} .. {b}"
+
+
+def describe_losses(gaps: list[dict], most: int = 4) -> str:
+    """'1522 haptic ticks (1.494 .. 3.017 s), 168 physics steps (...)': per stream, the count
+    and where (the first `most` gaps)."""
+    out = []
+    for stream, unit in (("haptic", "haptic ticks"), ("physics", "physics steps")):
+        gs = [g for g in gaps if g.get("stream") == stream]
+        if not gs:
+            continue
+        where = ", ".join(_span(g) for g in gs[:most]) + (f", and {len(gs) - most} more gaps" if len(gs) > most else "")
+        out.append(f"{sum(int(g.get('count', 0)) for g in gs)} {unit} lost ({where})")
+    return "; ".join(out)
+
+
+def verdict(log: Log) -> tuple[bool | None, list[str]]:
+    """(complete?, what is wrong): True when the writer closed the log, every record reached
+    it and none is damaged; False with the reasons (records lost, the file cut, damaged
+    records); None for a log that is whole as far as can be checked but has no writer's
+    account (``/session_end``) -- an older tightsim's, or its session never closed it."""
+    problems = []
+    gaps, accounted = losses(log)
+    if gaps:
+        problems.append(f"records lost: {describe_losses(gaps)}")
+    if log.truncated:
+        problems.append(f"cut ({log.error}); read up to the cut")
+    if log.corrupt:
+        problems.append(f"{len(log.corrupt)} damaged record{'s' if len(log.corrupt) > 1 else ''} (below)")
+    if problems:
+        return False, problems
+    return (True if accounted else None), []
+
+
 def info(log: Log) -> str:
-    """Human summary: duration, per-topic counts and rates, config name, truncation."""
+    """Human summary: duration, per-topic counts and rates, config name, whether complete."""
     lines = [f"log        {log.path}"]
     cfg = log.messages("/config")
     if cfg:
@@ -271,7 +386,18 @@ def info(log: Log) -> str:
         pen = [m[1]["max_penetration"] for m in log.messages("/contact")]
         lines.append(f"part       final p_w = {[round(x, 6) for x in parts[-1][1]['p_w']]} m"
                      + (f", max penetration {max(pen) * 1e6:.1f} um" if pen else ""))
-    lines.append("complete   yes" if not log.truncated else f"complete   NO (cut: {log.error}); read up to the cut")
+    end = log.messages("/session_end")
+    end = end[-1][1] if end and isinstance(end[-1][1], dict) else {}
+    if end and not end.get("started", True):
+        lines.append(f"session    did not start: {end.get('fault') or 'ended during the start-up'}")
+    ok, problems = verdict(log)
+    if ok:
+        lines.append("complete   yes: closed by its session, every record written")
+    elif ok is None:
+        lines.append("complete   unknown: no /session_end (an older tightsim's log, or its session never closed it); "
+                     "no gaps found in the records")
+    for problem in problems:
+        lines.append(f"complete   NO: {problem}")
     for problem in log.corrupt:
         lines.append(f"CORRUPTED  {problem}")
     return "\n".join(lines)

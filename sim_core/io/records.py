@@ -40,14 +40,15 @@ SNAPSHOT = Layout(t=1, p=3, R=9, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, ra
                   # the live task figure (scenario.LiveFigures / task_fields), drawn by the HUD
                   task=1, task_value=1, task_aux=1, task_met=1)
 # haptic loop -> logger: one record per tick
+# (``seq``: the record's number, stamped by ``shm.RingWriter`` so the logger finds any gap)
 TICK = Layout(t=1, dev_p=3, dev_q=4, dev_v=3, dev_w=3, buttons=1, p=3, R=9, V=6, device_wrench=6,
-              energy=1, period=1, work=1)
+              energy=1, period=1, work=1, seq=1)
 # physics loop -> logger: one record per physics step (everything replay needs, bit-exact): the
 # inputs of the step and its length, the part (body 0) and the arm after it
 STAGE_NAMES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
 PHYS = Layout(t=1, dt=1, p_set=3, R_set=9, v_set=3, w_set=3, f_ext=6, t_after=1, p=3, R=9, V=6, wrench=6,
               max_pen=1, n_contacts=1, n_clusters=1, fallback=1, times=len(STAGE_NAMES),
-              nq=1, q=ARM_NQ, nv=1, qd=ARM_NV, tau=ARM_NV)
+              nq=1, q=ARM_NQ, nv=1, qd=ARM_NV, tau=ARM_NV, seq=1)
 
 
 def arm_fields(st, info=None) -> dict:

@@ -78,3 +78,45 @@ def test_an_absent_device_is_one_line_and_an_intact_log(tmp_path):
     assert len(faults) == 1 and "/dev/tightsim-none" in faults[0]
     rl = read_log(log)
     assert not rl.truncated and not rl.corrupt
+
+
+def test_a_loop_not_ready_in_time_ends_the_session_before_real_time(tmp_path):
+    """The haptic loop takes longer than the start-up limit (an injected delay: what a first
+    run compiling for minutes does): the session never starts -- no tick, no step --, its
+    fault names the haptic loop, the haptic process still zeroes the force on its way out,
+    and the log holds the start and says why it ended.  (Before: the session went ahead
+    without the loop, exit 0, no fault.)"""
+    from app.session import run_session
+    log_path = tmp_path / "s.mcap"
+    res = run_session("peg_in_hole", "scripted:insert", 5.0, log_path=str(log_path), startup_timeout=3.0,
+                      startup_delays={"haptic": 600.0})
+    assert not res.started and res.physics == {}
+    assert res.fault.startswith("the haptic loop was not ready after 3 s") or \
+        res.fault.startswith("neither the haptic nor the physics loop was ready after 3 s"), res.fault
+    assert ("exit", True, "haptic loop stopped") in res.messages      # its finally ran: zero force
+    log = read_log(log_path)
+    assert not log.truncated and not log.corrupt and log.messages("/config") and log.messages("/part_state")
+    assert not log.messages("/device") and not log.messages("/physics_input") and not log.messages("/session")
+    end = log.messages("/session_end")[-1][1]
+    assert end["started"] is False and end["fault"] == res.fault
+
+
+def test_a_session_past_its_start_up_limit_is_one_line_and_a_non_zero_exit(tmp_path):
+    """From the command line, with the limit set (TIGHTSIM_STARTUP_TIMEOUT_S) below what any
+    start-up takes: one line naming what was not ready, exit 3, the log closed."""
+    log = tmp_path / "s.mcap"
+    env = dict(os.environ, TIGHTSIM_STARTUP_TIMEOUT_S="0.001")
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", "peg_in_hole", "--headless", "--device",
+                        "scripted:insert", "--duration", "5", "--log", str(log)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=START_BOUND_S)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 3 and len(err) == 1 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+    assert "neither the haptic nor the physics loop was ready after 0.001 s" in err[0]
+    assert "compiling numba kernels?" in err[0]
+    rl = read_log(log)
+    assert not rl.truncated and rl.messages("/session_end")[-1][1]["started"] is False
+    env["TIGHTSIM_STARTUP_TIMEOUT_S"] = "soon"
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", "peg_in_hole", "--headless", "--device",
+                        "scripted:insert", "--duration", "5"], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=START_BOUND_S)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "TIGHTSIM_STARTUP_TIMEOUT_S" in r.stderr

@@ -56,6 +56,40 @@ def test_random_bytes_over_a_middle_chunk_are_corruption_not_a_cut(peg_log, tmp_
     assert log.corrupt and not log.truncated
     assert len(log.messages("/part_state")) > 100        # the chunks after the damage are still read
     _one_line_refusal(_replay(p), "corrupted")
+    _damaged_by_log_info(p, "CORRUPTED")
+
+
+def _damaged_by_log_info(path, *words):
+    """`log info` on a damaged or cut log: never "complete yes", exit 1 (it said yes, exit 0)."""
+    r = subprocess.run([sys.executable, "-m", "app.cli", "log", "info", str(path)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 1 and "complete   yes" not in r.stdout and "complete   NO" in r.stdout, r.stdout
+    for w in words:
+        assert w in r.stdout, r.stdout
+
+
+def test_a_cut_log_is_not_complete_by_log_info(peg_log, tmp_path):
+    p = tmp_path / "cut.mcap"
+    p.write_bytes(peg_log.read_bytes()[: peg_log.stat().st_size // 2])
+    _damaged_by_log_info(p, "cut")
+
+
+def test_the_untouched_log_is_complete_by_log_info(peg_log):
+    r = subprocess.run([sys.executable, "-m", "app.cli", "log", "info", str(peg_log)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert r.returncode == 0 and "complete   yes" in r.stdout, r.stdout
+
+
+def test_a_log_with_a_hole_in_its_steps_and_no_account_is_incomplete_not_a_mismatch(peg_log, tmp_path):
+    """A log of an older tightsim (no /session_end) that silently lost steps 100-129: the
+    steps themselves show the gap (each starts where the last ended); replay refuses it as
+    an incomplete log (it said MISMATCH), log info names the gap."""
+    step_of = {"/physics_input": 0, "/contact": 0, "/part_state": -1, "/arm_state": -1}   # + k (after the start)
+    p = _rewritten(peg_log, tmp_path / "hole.mcap",
+                   lambda tp, k, m: None if tp == "/session_end" or (tp in step_of and 100 <= k + step_of[tp] < 130)
+                   else m)
+    _one_line_refusal(_replay(p), "incomplete log", "30 physics steps lost")
+    _damaged_by_log_info(p, "records lost: 30 physics steps lost (")
 
 
 def _rewritten(src: Path, dst: Path, edit) -> Path:
@@ -118,3 +152,4 @@ def test_a_damaged_chunk_fails_its_crc_and_the_chunks_after_it_are_read(peg_log,
     got, want = len(log.messages("/part_state")), len(whole.messages("/part_state"))
     assert want * (len(chunks) - 2) / len(chunks) < got < want     # one chunk's messages lost, no more
     _one_line_refusal(_replay(p), "corrupted")
+    _damaged_by_log_info(p, "CORRUPTED", "record 0x06")

@@ -99,3 +99,51 @@ def test_stop_flag_set_in_one_process_is_seen_in_another():
     p.start()
     p.join(timeout=30)
     assert p.exitcode == 0 and flag.is_set()
+
+
+def test_a_ring_writer_spills_instead_of_dropping_and_keeps_the_order():
+    """The ring fills (the consumer is away); the writer keeps every record in its own
+    memory, never blocks, and the consumer later gets all of them, numbered, in order."""
+    from sim_core.io.shm import RingWriter
+    ring = Ring(3, 8)
+    w = RingWriter(ring, seq_col=2, spill_limit=10_000, catch_up=4)
+    got = []
+    for k in range(5000):
+        assert w.put(np.array([k * 1e-3, 7.0, -1.0]))
+        if k % 1000 == 999:                     # the consumer comes by now and then
+            got.append(ring.drain())
+    assert w.spilled > 4000 and w.most_pending > 0 and ring.dropped == 0
+    assert w.close(patience_s=0.5, sleep=lambda _: got.append(ring.drain())) == 0
+    got.append(ring.drain())
+    recs = np.vstack(got)
+    assert ring.closed and ring.offered == 5000 and ring.last_t == 4.999
+    assert np.array_equal(recs[:, 2], np.arange(5000))                # numbered in order, none lost
+    assert np.array_equal(recs[:, 0], np.arange(5000) * 1e-3) and np.all(recs[:, 1] == 7.0)
+    ring.close(unlink=True)
+
+
+def test_a_ring_writer_past_its_spill_limit_drops_and_counts_and_the_gap_shows():
+    from sim_core.io.shm import RingWriter
+    ring = Ring(2, 4)
+    w = RingWriter(ring, seq_col=1, spill_limit=6)
+    ok = [w.put(np.array([float(k), 0.0])) for k in range(15)]
+    assert ok == [True] * 10 + [False] * 5 and ring.dropped == 5 and ring.offered == 15
+    got = [ring.drain()]
+    assert w.close(patience_s=0.5, sleep=lambda _: got.append(ring.drain())) == 0   # as room is made
+    got.append(ring.drain())
+    seq = np.concatenate([g[:, 1] for g in got])
+    assert np.array_equal(seq, np.arange(10))        # 10..14 never reached the ring: the
+    assert ring.last_t == 14.0                       # offered count and last time say so
+    ring.close(unlink=True)
+
+
+def test_a_ring_writer_whose_consumer_is_gone_gives_up_counting_what_was_left():
+    from sim_core.io.shm import RingWriter
+    ring = Ring(2, 4)
+    w = RingWriter(ring, seq_col=1, spill_limit=100)
+    for k in range(10):
+        w.put(np.array([float(k), 0.0]))
+    clock = iter(np.arange(0.0, 100.0, 1.0))
+    assert w.close(patience_s=3.0, clock=lambda: next(clock), sleep=lambda _: None) == 6
+    assert ring.dropped == 6 and ring.closed
+    ring.close(unlink=True)
