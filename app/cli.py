@@ -355,6 +355,13 @@ def _parts() -> list:
 def _device(text: str) -> str:
     """--device: a known driver, with its argument (opening it is the session's)."""
     from devices.base import spec_problem
+    if text.startswith("keys:"):             # the keyboard driver playing a JSON event script
+        from devices.keyboard import KeyScript
+        try:
+            KeyScript.load(text[len("keys:"):])
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
     if bad := spec_problem(text):
         raise argparse.ArgumentTypeError(bad)
     return text
