@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     s = scenario.summarize(res, state)
     print(f"{a.scenario}: {res.steps} steps; penetration max {s['max_penetration_m'] * 1e6:.1f} um, "
           f"mean {s['mean_penetration_m'] * 1e6:.2f} um; {scenario.task_line(s)}")
+    if "max_penetration_exact_sdf_m" in s:
+        print(f"  max penetration by the exact SDF (neural detection): {s['max_penetration_exact_sdf_m'] * 1e6:.1f} um")
     print("window s      max um   mean um  contact steps")
     for t0, t1, mx, mn, nc in windows(res, a.window):
         print(f"{t0:5.1f}-{t1:5.1f}  {mx:8.1f}  {mn:8.2f}  {nc:5d}")

@@ -24,8 +24,8 @@ most as fast (a penetrating contact that was approaching is pushed out, a body r
 penetration stays where it is, never pushed against what presses it).  A penetration held
 that way would stay for good (a nut landing on a frictionless thread kept ~95 um of it all
 the way down), so the block SOR solver (``solvers.push_out``) also pushes penetrations out
-at beta d / T, but pays for it from an energy budget per body: what its normal contacts
-dissipated before and have not given back.  A solve whose normal work exceeds the budget
+at beta d / T, but pays for it from an energy budget per body: what its contacts
+dissipated before and have not given back.  A solve whose work exceeds the budget
 is replaced by the capped one, so the contacts' work summed from a start without
 penetration never exceeds zero (up to the solver's residual).  This PGS baseline keeps the
 capped targets only.

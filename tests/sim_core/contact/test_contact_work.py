@@ -211,7 +211,7 @@ def test_a_landing_penetration_is_pushed_out_with_the_energy_the_landing_dissipa
 def test_without_a_budget_the_landing_penetration_is_held(monkeypatch):
     """The test above can fail: with nothing to spend (the capped targets only) the landing's
     penetration stays."""
-    monkeypatch.setattr(solvers, "normal_work", lambda G, lam, V_prev, V, dt, body, n: np.full(n, np.inf))
+    monkeypatch.setattr(solvers, "contact_work", lambda G, lam, V_prev, V, dt, body, n: np.full(n, np.inf))
     work, mean = _rundown(RUNDOWN_STEPS)
     assert work.max() <= WORK_TOL
     assert mean[-10:].min() > PUSHED_OUT, mean[-10:]
