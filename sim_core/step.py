@@ -127,7 +127,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     on = c.bodies()
     sol = solve(model, state, c, on, system, row, dt)
     laps.lap("solving")
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx)
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget)
     if system.arm is None:
         nxt, tau, grasp = dynamics.integrate(model, state, sol.V, dt, warm), np.zeros(0), 0.0
     else:
@@ -172,6 +172,8 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
     V, gen = np.empty(n), np.zeros(n)
     lam, forces = np.zeros((m, 3)), np.zeros((m, 3))
     sweeps, lam_c = 0, 0.0
+    old = None if state.warm is None else state.warm.budget
+    budget = np.zeros(model.n_bodies) if old is None else old.copy()
     local = np.full(model.n_bodies, -1, np.int64)
     for g in groups:
         local[:] = -1
@@ -185,7 +187,8 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
         warm = None
         if state.warm is not None:
             keep = local[state.warm.body] >= 0
-            warm = Warm(state.warm.x_w[keep], state.warm.f_w[keep], local[state.warm.body[keep]], state.warm.lam_c)
+            warm = Warm(state.warm.x_w[keep], state.warm.f_w[keep], local[state.warm.body[keep]], state.warm.lam_c,
+                        budget=budget[g])
         row_g = None
         if row is not None and np.any(row[0][cols]):
             row_g = (row[0][cols], row[1])
@@ -194,7 +197,9 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
         V[cols], gen[cols] = s.V, s.generalized
         lam[rows], forces[rows] = s.lam, s.forces_w
         sweeps, lam_c = max(sweeps, s.sweeps), lam_c + s.lam_c
-    return Solution(V, lam, forces, gen, sweeps, lam_c)
+        if s.budget is not None:
+            budget[g] = s.budget
+    return Solution(V, lam, forces, gen, sweeps, lam_c, budget)
 
 
 def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: float = 0.0,

@@ -141,6 +141,8 @@ class Warm:
     body: np.ndarray               # (m,) int64, the body each acted on
     lam_c: float = 0.0             # N s, the C-space constraint's impulse
     node: np.ndarray | None = None  # (m,) int64, each contact's node row (every-node contacts), else None
+    budget: np.ndarray | None = None  # (bodies,) J, the energy each body's contacts dissipated and
+                                      # have not given back: what a penetration push-out may still spend
 
 
 def _batched(a, tail: tuple) -> np.ndarray:

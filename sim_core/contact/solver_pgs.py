@@ -21,8 +21,14 @@ micrometres out along two nearly opposite normals moves the body millimetres -- 
 straightened the pin against its drive and pushed it in, +0.079 J against 0.042 J from the
 push.  So the correction is capped at -u_n,k: it may turn an approach into a separation at
 most as fast (a penetrating contact that was approaching is pushed out, a body resting in a
-penetration stays where it is, never pushed against what presses it).  Penetration then
-comes only from the linearization and the solver's tolerance, and no longer grows on its own.
+penetration stays where it is, never pushed against what presses it).  A penetration held
+that way would stay for good (a nut landing on a frictionless thread kept ~95 um of it all
+the way down), so the block SOR solver (``solvers.push_out``) also pushes penetrations out
+at beta d / T, but pays for it from an energy budget per body: what its contacts
+dissipated before and have not given back.  A solve whose work exceeds the budget
+is replaced by the capped one, so the contacts' work summed from a start without
+penetration never exceeds zero (up to the solver's residual).  This PGS baseline keeps the
+capped targets only.
 Friction is apart: it works at u_t,k+1 (maximum dissipation there, ``solver_sor``).
 Each sweep solves contact i's normal row with the others fixed, then its tangential 2x2 block
 and projects onto the disk -- the classic PGS that the seed solver will be compared with.
