@@ -205,7 +205,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
             if kb is not None:          # mouse drags, scroll and keys drive the proxy
                 view.on_drag, view.on_scroll = kb.on_drag, kb.on_scroll
         view = state["view"]
-        on_frame.keys.frame(PROXY.get(pv, "p"), PROXY.get(pv, "R").reshape(3, 3))
+        on_frame.keys.frame(PROXY.get(pv, "p"), PROXY.get(pv, "R").reshape(3, 3), PROXY.get(pv, "proxy_contact"))
         now = time.perf_counter()
         if state["last"] is not None:
             dt = now - state["last"]
