@@ -90,7 +90,7 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
             if now >= next_frame - 1e-12:
                 next_frame += frame_period
                 script.play(keys, now)
-                keys.frame(proxy.p_w, proxy.R_wb)
+                keys.frame(proxy.p_w, proxy.R_wb, proxy.contact_wrench)
                 slot.write(pack_sample(kb.read(now)))
             _, info = tick(dev, coupling, proxy, lc, now, 1.0)
             gap = min(gap, info.min_gap)

@@ -50,17 +50,25 @@ CLUTCH_BIT = 1 << 0
 # speed.  Unbounded, a fast scroll drove the handle at up to 1 m/s (a 30 mm scroll through a
 # 30 ms lag) and the part hit the bore or the thread at 0.3 m/s: 150-480 um of penetration on
 # the bolt and 3.2 mm on the peg, where the batch runs move at 10-20 mm/s (33-200 um).
-# 50 mm/s crosses the workspace in 2 s and keeps a session within 2x the batch's penetration
-# (tests/app/test_keyboard_sessions.py)
-MAX_SPEED = 0.05
+# 30 mm/s crosses the workspace in 3.3 s; at 50 mm/s the peg met the chamfer with the arm
+# lagging 0.3-0.5 mm sideways (its inertia) and went 102 um deep (2.3x the batch);
+# with CONTACT_SPEED and the session's contact hold it keeps a session within 2x the batch's
+# penetration (tests/app/test_keyboard_sessions.py)
+MAX_SPEED = 0.03
 MAX_ACCEL = 0.2
+# m/s, the handle's top speed while the proxy touches (``KeyboardDevice.touch``, from the
+# session): a key cannot render the contact, so the hand slows as a careful hand would -- a
+# 10 ms physics step then moves the part 0.1 mm, half the contact band (0.2 mm), where at
+# 50 mm/s it moved 0.5 mm and the part met the chamfers and the holes at the hand's full speed
+CONTACT_SPEED = 0.02
 
 
 class KeyboardDevice(Device):
     def __init__(self, metres_per_pixel: float = 2e-4, metres_per_scroll: float = 2e-3,
                  turn_rate: float = math.pi / 2, smoothing: float = 0.03,
                  start=(0.0, 0.0, 0.05), capability: Capability = KEYBOARD_CAPABILITY,
-                 max_speed: float = MAX_SPEED, max_accel: float = MAX_ACCEL):
+                 max_speed: float = MAX_SPEED, max_accel: float = MAX_ACCEL,
+                 contact_speed: float = CONTACT_SPEED):
         super().__init__(capability)
         self.metres_per_pixel = metres_per_pixel
         self.metres_per_scroll = metres_per_scroll
@@ -72,6 +80,9 @@ class KeyboardDevice(Device):
         self.yaw = 0.0                          # rad about the device z axis
         self.max_speed = max_speed              # m/s, bound on the handle's speed
         self.max_accel = max_accel              # m/s^2, bound on its acceleration
+        self.contact_speed = contact_speed      # m/s, bound on its speed while in contact
+        self.in_contact = False                 # the proxy touches (``touch``, from the session)
+        self._held_along: np.ndarray | None = None   # unit: no glide this way (``lead_by``)
         self._v = np.zeros(3)                   # m/s, the handle's velocity
         self.held: set[str] = set()
         self._last_now: float | None = None
@@ -128,6 +139,21 @@ class KeyboardDevice(Device):
     def buttons(self) -> int:
         return CLUTCH_BIT if CLUTCH_KEY in self.held else 0
 
+    def touch(self, in_contact: bool) -> None:
+        """The session says whether the proxy touches: while it does, the handle's speed is at
+        most ``contact_speed`` (it slows at once: a hand stopped by what it feels)."""
+        self.in_contact = bool(in_contact)
+
+    def lead_by(self, lead, limit: float) -> None:
+        """The session's hand held by a contact (``app.view.session.SessionKeys``): `lead` (3,)
+        m, how far the handle is ahead of the proxy (none: not held).  Beyond `limit` the glide
+        makes no way along the lead -- sideways and back it moves freely, and the handle is
+        never dragged after a proxy pushed away."""
+        if lead is None or float(np.linalg.norm(lead)) <= limit:
+            self._held_along = None
+        else:
+            self._held_along = np.asarray(lead, float) / float(np.linalg.norm(lead))
+
     def _glide(self, dt: float) -> np.ndarray:
         """The handle's step toward the target over `dt`: the first-order lag's velocity,
         at most ``max_speed``, changed by at most ``max_accel`` dt, and never faster than it
@@ -139,14 +165,22 @@ class KeyboardDevice(Device):
             return np.zeros(3)
         if self.smoothing <= 0.0:
             return d
-        speed = min(dist * (1.0 - math.exp(-dt / self.smoothing)) / dt, self.max_speed,
+        top = min(self.max_speed, self.contact_speed) if self.in_contact else self.max_speed
+        v_now = math.sqrt(float(self._v @ self._v))
+        if v_now > top:                          # touched: slow at once
+            self._v = self._v * (top / v_now)
+        speed = min(dist * (1.0 - math.exp(-dt / self.smoothing)) / dt, top,
                     math.sqrt(2.0 * self.max_accel * dist))
         want = d * (speed / dist)
         dv = want - self._v
         n = math.sqrt(float(dv @ dv))
         if n > self.max_accel * dt:
             dv *= self.max_accel * dt / n
-        step = (self._v + dv) * dt
+        v = self._v + dv
+        u = self._held_along
+        if u is not None and float(v @ u) > 0.0:      # held by the contact: no way ahead
+            v = v - float(v @ u) * u
+        step = v * dt
         n = math.sqrt(float(step @ step))
         return step * (dist / n) if n > dist else step
 

@@ -40,6 +40,8 @@ SESSION_HELP = [("session", ""), ("Esc", "end the session")]
 RESET_FRAMES = 300         # frames (5 s at 60 Hz) the reset waits for the part to come back
 RESET_TOLERANCE = 0.05e-3  # m: back at the start
 RESET_SETTLED = 0.01e-3    # m per frame: at rest (0.6 mm/s at 60 Hz); held away if not back by then
+HAND_LEAD = 3e-3           # m: in contact, the keyboard's handle runs at most this far ahead of the
+                           # proxy (6 N of the keyboard's 2000 N/m coupling: a firm press, not a wound spring)
 
 
 def _yaw(R: np.ndarray) -> float:
@@ -77,12 +79,19 @@ class SessionKeys:
         elif self.keyboard is not None:
             self.keyboard.on_key(key, pressed)
 
-    def frame(self, p_w: np.ndarray, R_wb: np.ndarray) -> None:
+    def frame(self, p_w: np.ndarray, R_wb: np.ndarray, contact=None) -> None:
+        """`contact`: the proxy's contact wrench (6,) (the haptic record's ``proxy_contact``),
+        none: not known."""
         before = self.now
         self.now = (np.asarray(p_w, float).copy(), np.asarray(R_wb, float).copy())
+        touching = contact is not None and bool(np.any(np.asarray(contact, float)[:3] != 0.0))
+        if hasattr(self.keyboard, "touch"):
+            self.keyboard.touch(touching)
         if self.start is None:
             self.start = self.now
-        elif self.resetting:
+        else:
+            self._hold_the_hand(touching and not self.resetting)
+        if self.resetting:
             self.resetting -= 1
             kb = self.keyboard
             if np.linalg.norm(self.start[0] - self.now[0]) < RESET_TOLERANCE:
@@ -90,6 +99,21 @@ class SessionKeys:
             elif self.resetting == 0 or (np.linalg.norm(self.now[0] - before[0]) < RESET_SETTLED
                                          and np.linalg.norm(kb.target - kb.p) < RESET_SETTLED):
                 self._let_go()
+
+    def _hold_the_hand(self, touching: bool) -> None:
+        """A hand on a haptic device is stopped by the contact it feels; the keyboard's handle
+        was not: it glided on while the proxy sat on a chamfer, the coupling wound up and, once
+        the proxy slid off, threw it in (the peg's part at 113 mm/s, the docking plate 221 um
+        into its holes, issue 23).  So in contact the handle runs at most ``HAND_LEAD`` ahead
+        of the proxy: its glide makes no way along the lead beyond that
+        (``KeyboardDevice.lead_by``); not while the clutch is held."""
+        kb = self.keyboard
+        if kb is None or not hasattr(kb, "lead_by"):
+            return
+        lead = None
+        if touching and not kb.buttons:
+            lead = (self.start[0] + (kb.p - kb.start) - kb.clutch_shift) - self.now[0]
+        kb.lead_by(lead, HAND_LEAD)
 
     def _back_to_start(self) -> None:
         kb = self.keyboard
@@ -181,7 +205,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
             if kb is not None:          # mouse drags, scroll and keys drive the proxy
                 view.on_drag, view.on_scroll = kb.on_drag, kb.on_scroll
         view = state["view"]
-        on_frame.keys.frame(PROXY.get(pv, "p"), PROXY.get(pv, "R").reshape(3, 3))
+        on_frame.keys.frame(PROXY.get(pv, "p"), PROXY.get(pv, "R").reshape(3, 3), PROXY.get(pv, "proxy_contact"))
         now = time.perf_counter()
         if state["last"] is not None:
             dt = now - state["last"]
