@@ -94,7 +94,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "normal_scale": Field("float", 0.01, gt=0.0, unit="m",
                               doc="weight of the normal in k-means features [x, s n]"),
         "penetration_gain": Field("float", 0.2, lo=0.0, hi=1.0,
-                                  doc="fraction of a penetration removed per step (Signorini bias)"),
+                                  doc="fraction of a penetration removed per step (Signorini bias), paid from "
+                                  "the energy the contacts took from the body: they do no net positive work"),
         "solver": Field("enum", "sor", choices=("sor", "pgs"),
                         doc="contact solver: the seed's block SOR with maximum dissipation, or the "
                             "projected Gauss-Seidel baseline"),
