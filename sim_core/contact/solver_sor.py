@@ -38,6 +38,38 @@ obstacle), 0 <= lambda^C _|_ v^C - b^C >= 0, relaxed the same way.  Warm-started
 converged when the natural residual max_i ||lambda_i - lambda_i*|| (which is zero exactly when
 complementarity, the cone and maximum dissipation all hold) is below the tolerance, or after
 the iteration bound.
+
+Subspace steps (issue 23 (5)), an addition to Algorithm 1.  Block SOR gains little per sweep
+where the Delassus operator is nearly singular: a pin tilted 1 deg in a hole of its own
+diameter is held by forces ~57 x the push along nearly opposite normals, and the sweeps
+trade force between the two sides a little at a time (10,000 sweeps to hold it within
+0.1 um; at 100 it followed its set path 568 um below its stop).  But with the friction
+forces lambda_t held, the normal forces alone are a small problem with a direct solution.
+Write a_q = G_q,n (row q of the normal rows; the C-space row N^C joins as one more) and
+V = V_f + A^-1 sum_q a_q lambda_q,n, V_f the velocity with every force but the normal ones.
+Signorini for all rows at once is the LCP
+    0 <= lambda_n _|_ D lambda_n - c >= 0,   D = G_n A^-1 G_n^T,  c_q = b_q - a_q . V_f,
+which for a symmetric A is the QP min 1/2 lambda^T D lambda - c^T lambda, lambda >= 0 (the
+primal: the velocity nearest V_f in A's metric with every a_q . V >= b_q).  D has rank <= n
+(6 per body): of the 14-800 rows at most n are independent, so it is solved as Lawson and
+Hanson solve non-negative least squares: a set P of rows held at their targets, grown by the
+most violated row outside it (w_q = c_q - a_q . dV > 0), D_PP s = c_P solved by the SVD of
+D_PP = R_P C_P^T (R the rows a_q, C the columns A^-1 a_q) in least squares with the smallest
+norm (the rank-deficient part dropped), and where some s_q <= 0 the step back to the
+boundary, dropping the rows that reach zero.  It ends with every row met (w_q <= tolerance)
+and every force in P positive: lambda_n solves the LCP given lambda_t.  A row whose own
+least-squares force is not positive at once depends on the set and is left out (its
+violation is the sweeps' to settle).  Then lambda_n replaces the normal forces, the friction
+is scaled into the cone where lambda_n shrank, and the sweeps go on: they restore the cone,
+stick / slip and maximum dissipation, so every law above is the sweeps' as before.
+Without friction one step solves the step's contact problem exactly (the wedged pin in 1-6
+sweeps); with friction it solves the normal part for the current friction, which helps
+where the normal forces are the slow part and not where the friction is.
+A step is taken every ``SUBSPACE_EVERY`` sweeps while unconverged and judged by the natural
+residual of the sweep after it (the merit): if that is larger than the sweep's before it, the
+state before the step is restored and no further step is taken in this solve; if it does not
+at least halve (``SUBSPACE_GAIN``), the step is kept but is the solve's last.  Only a sweep
+ends a solve, so the stopping rule and the returned state are block SOR's.
 """
 from __future__ import annotations
 
@@ -226,18 +258,144 @@ def delassus_blocks(G, A_inv):
                 W[i, r, k] = acc
     return AG, W
 
+SUBSPACE_EVERY = 4     # sweeps between subspace steps (module docstring; 0: none)
+SUBSPACE_GAIN = 0.5    # a step that does not halve the residual is the solve's last
+LH_ITERATIONS = 24     # rows added at most in one subspace step (a settled wedge: ~3-12)
+LH_TOL = 1e-12         # relative: a constraint violated by less counts as met
+LH_ZERO = 1e-12        # relative: a multiplier interpolated this close to 0 leaves the set
+LH_INNER = 8           # drops at most after one addition
+SV_CUT = 1e-10         # relative: singular values of H below SV_CUT * the largest are dropped
+
+
+@njit(cache=True)
+def _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace):
+    """Subspace step (module docstring): every normal force at once, the friction held, by
+    Lawson and Hanson's active set on the normal forces.  Changes lam and V in place; returns
+    (lambda^C, True), or (lambda^C, False) with lam and V untouched where it did not settle."""
+    m, n = G.shape[0], V.shape[0]
+    k = m + 1 if cspace else m
+    Vf = V.copy()                              # V without the normal forces
+    for i in range(m):
+        for j in range(n):
+            Vf[j] -= AG[i, j, 0] * lam[i, 0]
+    if cspace:
+        Vf -= AN * lamC
+    R = np.empty((k, n))                       # rows a_q: u_q = a_q . V
+    C = np.empty((k, n))                       # columns A^-1 a_q: V per unit force
+    c = np.empty(k)                            # c_q = b_q - a_q . V_f
+    top = 0.0
+    for q in range(k):
+        acc = 0.0
+        for j in range(n):
+            R[q, j] = G[q, 0, j] if q < m else NC[j]
+            C[q, j] = AG[q, j, 0] if q < m else AN[j]
+            acc += R[q, j] * Vf[j]
+        c[q] = (bn[q] if q < m else bC) - acc
+        top = max(top, abs(c[q]))
+    tol = LH_TOL * top + 1e-300
+    x = np.zeros(k)                            # the normal forces (and lambda^C)
+    inP = np.zeros(k, np.bool_)                # the passive set: x > 0, rows held at target
+    blocked = np.zeros(k, np.bool_)            # dependent on the set: its least squares pulls
+    P = np.empty(k, np.int64)
+    dV = np.zeros(n)
+    ok = False
+    for _ in range(LH_ITERATIONS):
+        jbest, wbest = -1, tol                 # the most violated row outside the set
+        for q in range(k):
+            if not inP[q] and not blocked[q]:
+                w = c[q]
+                for j in range(n):
+                    w -= R[q, j] * dV[j]
+                if w > wbest:
+                    jbest, wbest = q, w
+        if jbest < 0:
+            ok = True
+            break
+        inP[jbest] = True
+        for _inner in range(LH_INNER):
+            np_ = 0
+            for q in range(k):
+                if inP[q]:
+                    P[np_] = q
+                    np_ += 1
+            RP = np.empty((np_, n))
+            CP = np.empty((np_, n))
+            cP = np.empty(np_)
+            for t in range(np_):
+                RP[t] = R[P[t]]
+                CP[t] = C[P[t]]
+                cP[t] = c[P[t]]
+            sP = _lowrank_solve(RP, CP, cP)    # R_P C_P^T s = c_P, least squares, min-norm
+            alpha = 1.0
+            for t in range(np_):
+                if sP[t] <= 0.0:
+                    q = P[t]
+                    alpha = min(alpha, x[q] / (x[q] - sP[t]))
+            for t in range(np_):
+                q = P[t]
+                x[q] += alpha * (sP[t] - x[q])
+            if alpha < 1.0:                    # back to the boundary: who reached 0 leaves
+                for t in range(np_):
+                    q = P[t]
+                    if sP[t] <= 0.0 and x[q] <= LH_ZERO * abs(sP[t]):
+                        x[q] = 0.0
+                        inP[q] = False
+                        blocked[q] = q == jbest and alpha == 0.0
+            dV[:] = 0.0
+            for t in range(np_):
+                q = P[t]
+                for j in range(n):
+                    dV[j] += x[q] * C[q, j]
+            if alpha >= 1.0:
+                break
+    if not ok:
+        return lamC, False
+    V[:] = Vf + dV
+    for i in range(m):
+        lam[i, 0] = x[i]
+        nt = math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
+        if nt > mu * x[i]:                     # the friction held, but inside the cone
+            sc = mu * x[i] / nt
+            d1, d2 = lam[i, 1] * (sc - 1.0), lam[i, 2] * (sc - 1.0)
+            lam[i, 1] += d1
+            lam[i, 2] += d2
+            for j in range(n):
+                V[j] += AG[i, j, 1] * d1 + AG[i, j, 2] * d2
+    return (x[m] if cspace else lamC), True
+
+
+@njit(cache=True)
+def _lowrank_solve(Rm, Cm, r):
+    """Least-squares, minimum-norm s of M s = r, M = Rm Cm^T (k,k) the normal Delassus block of
+    the set (rank <= n: more rows than velocity coordinates are dependent), by the SVD of M;
+    singular values below SV_CUT of the largest count as zero."""
+    U, sv, Vt = np.linalg.svd(Rm @ Cm.T)
+    g = U.T @ r
+    for a in range(sv.shape[0]):
+        g[a] = g[a] / sv[a] if sv[a] > SV_CUT * sv[0] else 0.0
+    return Vt.T @ g
+
 
 @njit(cache=True)
 def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
+    """``sor_with`` with a subspace step every ``SUBSPACE_EVERY`` sweeps; its first six
+    results."""
+    return sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0, SUBSPACE_EVERY)[:6]
+
+
+@njit(cache=True)
+def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0, every):
     """Nonlinear block SOR (Algorithm 1) on the Delassus operator G A^-1 G^T of any n velocity
     coordinates.  G (m,3,n), A_inv (n,n), V_free = A^-1 b, bn (m,) normal targets, lam0 (m,3)
     warm start; NC (n,) the C-space normal (all zero: no C-space constraint), bC its velocity
     target, lamC0 its warm start.
 
     More than ``ACTIVE_SET_MIN`` contacts: sweeps alternate between all contacts and the
-    active ones (module constants).
+    active ones (module constants).  A subspace step (module docstring) every `every` sweeps
+    while unconverged (0: plain block SOR), judged by the sweep after it.
 
-    Returns (lambda (m,3), lambda^C, V+ (n,), iterations used, residual, modes (m,))."""
+    Returns (lambda (m,3), lambda^C, V+ (n,), iterations used, residual, modes (m,), subspace
+    steps tried, of them undone or unsettled)."""
     m = G.shape[0]
     n = A_inv.shape[0]
     lam = lam0.copy()
@@ -268,6 +426,13 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     star = np.empty(3)
     use_set = m > ACTIVE_SET_MIN
     order = np.arange(m)
+    lam_keep = lam.copy()
+    V_keep = V.copy()
+    modes_keep = np.zeros(m, np.int64)
+    lamC_keep, res_keep = lamC, 0.0
+    trial = False
+    since = 0
+    tried = rejected = 0
     n_act = m
     full = True
     partial = 0
@@ -301,6 +466,17 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
             newC = alpha * starC + (1.0 - alpha) * lamC
             V += AN * (newC - lamC)
             lamC = newC
+        if trial:                        # the sweep after a subspace step: its merit
+            trial = False
+            if res > res_keep:           # worse than before it: back, and try less often
+                lam[:, :] = lam_keep
+                V[:] = V_keep
+                modes[:] = modes_keep
+                lamC, res = lamC_keep, res_keep
+                every = 0                # none again in this solve
+                rejected += 1
+            elif res > SUBSPACE_GAIN * res_keep:
+                every = 0                # kept, but too little gained to try again
         if not use_set:
             if res < tol:
                 break
@@ -316,7 +492,19 @@ def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
         else:
             partial += 1
             full = res < tol or partial >= FULL_EVERY - 1
-    return lam, lamC, V, it, res, modes
+        since += 1
+        if 0 < every <= since and it + 1 < iterations:
+            since = 0                    # a subspace step, then a sweep to judge it by
+            lam_keep[:, :] = lam
+            V_keep[:] = V
+            modes_keep[:] = modes
+            lamC_keep, res_keep = lamC, res
+            lamC, trial = _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace)
+            tried += 1
+            if not trial:                # it did not settle: none again in this solve
+                every = 0
+                rejected += 1
+    return lam, lamC, V, it, res, modes, tried, rejected
 
 
 @njit(cache=True)
