@@ -50,21 +50,25 @@ V = V_f + A^-1 sum_q a_q lambda_q,n, V_f the velocity with every force but the n
 Signorini for all rows at once is the LCP
     0 <= lambda_n _|_ D lambda_n - c >= 0,   D = G_n A^-1 G_n^T,  c_q = b_q - a_q . V_f,
 which for a symmetric A is the QP min 1/2 lambda^T D lambda - c^T lambda, lambda >= 0 (the
-primal: the velocity nearest V_f in A's metric with every a_q . V >= b_q).  D has rank <= n
-(6 per body): of the 14-800 rows at most n are independent, so it is solved as Lawson and
-Hanson solve non-negative least squares: a set P of rows held at their targets, grown by the
-most violated row outside it (w_q = c_q - a_q . dV > 0), D_PP s = c_P solved by the SVD of
-D_PP = R_P C_P^T (R the rows a_q, C the columns A^-1 a_q) in least squares with the smallest
-norm (the rank-deficient part dropped), and where some s_q <= 0 the step back to the
-boundary, dropping the rows that reach zero.  It ends with every row met (w_q <= tolerance)
-and every force in P positive: lambda_n solves the LCP given lambda_t.  A row whose own
-least-squares force is not positive at once depends on the set and is left out (its
-violation is the sweeps' to settle).  Then lambda_n replaces the normal forces, the friction
-is scaled into the cone where lambda_n shrank, and the sweeps go on: they restore the cone,
-stick / slip and maximum dissipation, so every law above is the sweeps' as before.
-Without friction one step solves the step's contact problem exactly (the wedged pin in 1-6
-sweeps); with friction it solves the normal part for the current friction, which helps
-where the normal forces are the slow part and not where the friction is.
+primal: the velocity nearest V_f in A's metric with every a_q . V >= b_q; PMI's A is
+symmetric up to the small gyroscopic term, and nothing below needs the symmetry).  D has rank <= n
+(6 per body): of its rows at most n are independent, so it is solved as Lawson and
+Hanson solve non-negative least squares: a set P of independent rows held at their targets,
+grown by the most violated row outside it (w_q = c_q - a_q . dV > 0, dV = sum_P s_q A^-1 a_q),
+D_PP s = c_P solved directly (D_PP = R_P C_P^T, R the rows a_q, C the columns A^-1 a_q; at
+most n x n, Gaussian elimination), and where some s_q <= 0 the step back to the boundary,
+dropping the rows that reach zero.  It ends with every row met (w_q <= tolerance) and every
+force in P positive: lambda_n solves the LCP given lambda_t (the redundant contacts, met
+by the set's velocity, carry no force; the sweeps share it out again).  A row that depends
+on the set (a pivot below ``PIVOT_MIN``, or n rows already) or whose own force is not
+positive at once is left out: its violation is the sweeps' to settle.  The rows are those
+of the contacts with a force or not open at the last sweep (the LCP's likely support; a gap
+the new forces close is caught by the next sweep).  Then lambda_n replaces their normal
+forces, the friction is scaled into the cone where lambda_n shrank, and the sweeps go on:
+they restore the cone, stick / slip and maximum dissipation, so every law above is the
+sweeps' as before.  Without friction one step solves the step's contact problem (the wedges'
+solves end in 1-6 sweeps); with friction it solves the normal part for the current
+friction, which helps where the normal forces are the slow part, not where the friction is.
 A step is taken every ``SUBSPACE_EVERY`` sweeps while unconverged and judged by the natural
 residual of the sweep after it (the merit): if that is larger than the sweep's before it, the
 state before the step is restored and no further step is taken in this solve; if it does not
@@ -264,39 +268,50 @@ LH_ITERATIONS = 24     # rows added at most in one subspace step (a settled wedg
 LH_TOL = 1e-12         # relative: a constraint violated by less counts as met
 LH_ZERO = 1e-12        # relative: a multiplier interpolated this close to 0 leaves the set
 LH_INNER = 8           # drops at most after one addition
-SV_CUT = 1e-10         # relative: singular values of H below SV_CUT * the largest are dropped
+PIVOT_MIN = 1e-12      # relative: a smaller pivot of D_PP means the new row depends on the set
 
 
 @njit(cache=True)
-def _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace):
-    """Subspace step (module docstring): every normal force at once, the friction held, by
-    Lawson and Hanson's active set on the normal forces.  Changes lam and V in place; returns
-    (lambda^C, True), or (lambda^C, False) with lam and V untouched where it did not settle."""
+def _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace):
+    """Subspace step (module docstring): the normal forces of the contacts with a force or not
+    open (``modes`` of the last sweep) at once, the friction held, by Lawson and Hanson's active
+    set.  Changes lam and V in place; returns (lambda^C, True), or (lambda^C, False) with lam
+    and V untouched where it did not settle."""
     m, n = G.shape[0], V.shape[0]
-    k = m + 1 if cspace else m
-    Vf = V.copy()                              # V without the normal forces
+    idx = np.empty(m + 1, np.int64)            # row q is contact idx[q] (-1: the C-space row)
+    k = 0
     for i in range(m):
-        for j in range(n):
-            Vf[j] -= AG[i, j, 0] * lam[i, 0]
+        if lam[i, 0] != 0.0 or lam[i, 1] != 0.0 or lam[i, 2] != 0.0 or modes[i] != OPEN:
+            idx[k] = i
+            k += 1
     if cspace:
-        Vf -= AN * lamC
+        idx[k] = -1
+        k += 1
+    Vf = V.copy()                              # V without the normal forces
+    for q in range(k):
+        i = idx[q]
+        for j in range(n):
+            Vf[j] -= AG[i, j, 0] * lam[i, 0] if i >= 0 else AN[j] * lamC
     R = np.empty((k, n))                       # rows a_q: u_q = a_q . V
     C = np.empty((k, n))                       # columns A^-1 a_q: V per unit force
     c = np.empty(k)                            # c_q = b_q - a_q . V_f
     top = 0.0
     for q in range(k):
+        i = idx[q]
         acc = 0.0
         for j in range(n):
-            R[q, j] = G[q, 0, j] if q < m else NC[j]
-            C[q, j] = AG[q, j, 0] if q < m else AN[j]
+            R[q, j] = G[i, 0, j] if i >= 0 else NC[j]
+            C[q, j] = AG[i, j, 0] if i >= 0 else AN[j]
             acc += R[q, j] * Vf[j]
-        c[q] = (bn[q] if q < m else bC) - acc
+        c[q] = (bn[i] if i >= 0 else bC) - acc
         top = max(top, abs(c[q]))
     tol = LH_TOL * top + 1e-300
     x = np.zeros(k)                            # the normal forces (and lambda^C)
     inP = np.zeros(k, np.bool_)                # the passive set: x > 0, rows held at target
     blocked = np.zeros(k, np.bool_)            # dependent on the set: its least squares pulls
-    P = np.empty(k, np.int64)
+    P = np.empty(n, np.int64)                  # the set: independent rows, at most n
+    Mw = np.empty((n, n))
+    sP = np.empty(n)
     dV = np.zeros(n)
     ok = False
     for _ in range(LH_ITERATIONS):
@@ -311,6 +326,13 @@ def _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace):
         if jbest < 0:
             ok = True
             break
+        cnt = 0
+        for q in range(k):
+            if inP[q]:
+                cnt += 1
+        if cnt >= n:                           # n independent rows fix V: the new one depends
+            blocked[jbest] = True
+            continue
         inP[jbest] = True
         for _inner in range(LH_INNER):
             np_ = 0
@@ -318,14 +340,17 @@ def _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace):
                 if inP[q]:
                     P[np_] = q
                     np_ += 1
-            RP = np.empty((np_, n))
-            CP = np.empty((np_, n))
-            cP = np.empty(np_)
-            for t in range(np_):
-                RP[t] = R[P[t]]
-                CP[t] = C[P[t]]
-                cP[t] = c[P[t]]
-            sP = _lowrank_solve(RP, CP, cP)    # R_P C_P^T s = c_P, least squares, min-norm
+            for t in range(np_):               # D_PP = R_P C_P^T, c_P
+                for u in range(np_):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += R[P[t], j] * C[P[u], j]
+                    Mw[t, u] = acc
+                sP[t] = c[P[t]]
+            if not _gauss(Mw, sP, np_):        # the new row depends on the set: out
+                inP[jbest] = False
+                blocked[jbest] = True
+                break
             alpha = 1.0
             for t in range(np_):
                 if sP[t] <= 0.0:
@@ -351,29 +376,58 @@ def _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace):
     if not ok:
         return lamC, False
     V[:] = Vf + dV
-    for i in range(m):
-        lam[i, 0] = x[i]
+    newC = lamC
+    for q in range(k):
+        i = idx[q]
+        if i < 0:
+            newC = x[q]
+            continue
+        lam[i, 0] = x[q]
         nt = math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
-        if nt > mu * x[i]:                     # the friction held, but inside the cone
-            sc = mu * x[i] / nt
+        if nt > mu * x[q]:                     # the friction held, but inside the cone
+            sc = mu * x[q] / nt
             d1, d2 = lam[i, 1] * (sc - 1.0), lam[i, 2] * (sc - 1.0)
             lam[i, 1] += d1
             lam[i, 2] += d2
             for j in range(n):
                 V[j] += AG[i, j, 1] * d1 + AG[i, j, 2] * d2
-    return (x[m] if cspace else lamC), True
+    return newC, True
 
 
 @njit(cache=True)
-def _lowrank_solve(Rm, Cm, r):
-    """Least-squares, minimum-norm s of M s = r, M = Rm Cm^T (k,k) the normal Delassus block of
-    the set (rank <= n: more rows than velocity coordinates are dependent), by the SVD of M;
-    singular values below SV_CUT of the largest count as zero."""
-    U, sv, Vt = np.linalg.svd(Rm @ Cm.T)
-    g = U.T @ r
-    for a in range(sv.shape[0]):
-        g[a] = g[a] / sv[a] if sv[a] > SV_CUT * sv[0] else 0.0
-    return Vt.T @ g
+def _gauss(M, r, k):
+    """Solve M[:k,:k] s = r[:k] in place (s in r) by Gaussian elimination with partial
+    pivoting; False where a pivot is below PIVOT_MIN of the largest entry (the rows are
+    dependent).  k <= n, so a few hundred flops and no allocation."""
+    big = 0.0
+    for i in range(k):
+        for j in range(k):
+            big = max(big, abs(M[i, j]))
+    if big == 0.0:
+        return False
+    for col in range(k):
+        piv, pr = 0.0, col
+        for i in range(col, k):
+            if abs(M[i, col]) > piv:
+                piv, pr = abs(M[i, col]), i
+        if piv <= PIVOT_MIN * big:
+            return False
+        if pr != col:
+            for j in range(k):
+                M[col, j], M[pr, j] = M[pr, j], M[col, j]
+            r[col], r[pr] = r[pr], r[col]
+        for i in range(col + 1, k):
+            f = M[i, col] / M[col, col]
+            if f != 0.0:
+                for j in range(col, k):
+                    M[i, j] -= f * M[col, j]
+                r[i] -= f * r[col]
+    for i in range(k - 1, -1, -1):
+        acc = r[i]
+        for j in range(i + 1, k):
+            acc -= M[i, j] * r[j]
+        r[i] = acc / M[i, i]
+    return True
 
 
 @njit(cache=True)
@@ -499,7 +553,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
             V_keep[:] = V
             modes_keep[:] = modes
             lamC_keep, res_keep = lamC, res
-            lamC, trial = _subspace(G, AG, V, lam, bn, mu, NC, AN, bC, lamC, cspace)
+            lamC, trial = _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace)
             tried += 1
             if not trial:                # it did not settle: none again in this solve
                 every = 0
