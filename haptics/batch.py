@@ -50,7 +50,7 @@ class Trace:
 
 
 @njit(cache=True, nogil=True)
-def _run(P, S, m, J, p, R, V, W, beta, iterations, tol, dp, dR, dv, dw, clutch,
+def _run(P, S, m, J, p, R, V, W, budget, beta, iterations, tol, dp, dR, dv, dw, clutch,
          r_b, n_w, d, p_ref, R_ref, mu, nc, dc, use_nc, T):
     n = dp.shape[0]
     energy = np.empty(n)
@@ -63,9 +63,9 @@ def _run(P, S, m, J, p, R, V, W, beta, iterations, tol, dp, dR, dv, dw, clutch,
     for k in range(n):
         f, F, B = coupling_kernel(P, S, dp[k], dR[k], dv[k], dw[k], clutch[k], p, R, V, W, T, 1.0)
         R0 = R
-        p, R, V, W, lam, lam_c, sweeps, gmin, _, _ = proxy_kernel(
+        p, R, V, W, lam, lam_c, sweeps, gmin, _, _, budget = proxy_kernel(
             m, J, p, R, V, F, B, T, r_b, n_w, d, p_ref, R_ref, mu, nc, dc, use_nc, beta,
-            iterations, tol, lam)
+            iterations, tol, lam, budget)
         energy[k] = S.scal[ENERGY]
         work_cap[k] = S.scal[WORK_CAP]
         f_dev[k] = f
@@ -73,7 +73,7 @@ def _run(P, S, m, J, p, R, V, W, beta, iterations, tol, dp, dR, dv, dw, clutch,
         w_env[k, 3:] = R0 @ W[3:]
         p_out[k] = p
         gaps[k] = gmin
-    return p, R, V, W, energy, work_cap, f_dev, w_env, p_out, gaps
+    return p, R, V, W, budget, energy, work_cap, f_dev, w_env, p_out, gaps
 
 
 _ZERO6 = np.zeros(6)
@@ -84,14 +84,14 @@ def run(coupling: Coupling, proxy: Proxy, lc: LocalContact | None, trace: Device
     if lc is None:
         lc = LocalContact.empty(0.0, proxy.p_w, proxy.R_wb)
     use_nc = lc.nc_w is not None
-    p, R, V, W, energy, work_cap, f_dev, w_env, p_out, gaps = _run(
+    p, R, V, W, budget, energy, work_cap, f_dev, w_env, p_out, gaps = _run(
         coupling.params, coupling.state, proxy.mass, proxy.inertia_b, proxy.p_w, proxy.R_wb,
-        proxy.V, proxy.contact_wrench, proxy.beta, proxy.iterations, proxy.tol,
+        proxy.V, proxy.contact_wrench, proxy.budget, proxy.beta, proxy.iterations, proxy.tol,
         np.ascontiguousarray(trace.p, dtype=np.float64), np.ascontiguousarray(trace.R, dtype=np.float64),
         np.ascontiguousarray(trace.v, dtype=np.float64), np.ascontiguousarray(trace.w, dtype=np.float64),
         np.ascontiguousarray(trace.clutch, dtype=np.bool_), lc.r_b, lc.n_w, lc.d, lc.p_ref_w,
         lc.R_ref_wb, lc.mu, lc.nc_w if use_nc else _ZERO6, lc.dc, use_nc, T)
-    proxy.p_w, proxy.R_wb, proxy.V, proxy.contact_wrench = p, R, V, W
+    proxy.p_w, proxy.R_wb, proxy.V, proxy.contact_wrench, proxy.budget = p, R, V, W, budget
     return Trace(energy, work_cap, f_dev, w_env, p_out, gaps)
 
 
@@ -151,6 +151,7 @@ class HandRun:
     work_cap: np.ndarray     # (N,) J, the observer's one-tick work bound W*
     f_dev: np.ndarray        # (N,6) [N; N m] device wrench sent (held over the next tick)
     x: np.ndarray            # (N,3) m, hand position at the tick's sample
+    contact_work: np.ndarray  # (N,) J, the proxy's contacts' work over the tick (T W_c . V_mid)
 
 
 @njit(cache=True)
@@ -161,7 +162,7 @@ def _hand_acc(x, xd, phi, phid, xs, phis, f, tau, m_h, k_h, b_h, I_h, kr_h, br_h
 
 
 @njit(cache=True, nogil=True)
-def _run_hand(P, S, m, J, p, R, V, W, beta, iterations, tol, m_h, k_h, b_h, axis, I_h, kr_h, br_h,
+def _run_hand(P, S, m, J, p, R, V, W, budget, beta, iterations, tol, m_h, k_h, b_h, axis, I_h, kr_h, br_h,
               x, xd, phi, phid, x_prev, phi_prev, backward, R0, xs, phis, k0, nticks, ns,
               r_b, n_w, d, p_ref, R_ref, mu, nc, dc, use_nc, T):
     delivered = np.empty(nticks)
@@ -169,6 +170,7 @@ def _run_hand(P, S, m, J, p, R, V, W, beta, iterations, tol, m_h, k_h, b_h, axis
     work_cap = np.empty(nticks)
     f_dev = np.empty((nticks, 6))
     xs_out = np.empty((nticks, 3))
+    work_c = np.empty(nticks)
     lam = np.zeros((r_b.shape[0], 3))
     h = T / ns
     total = 0.0
@@ -186,9 +188,9 @@ def _run_hand(P, S, m, J, p, R, V, W, beta, iterations, tol, m_h, k_h, b_h, axis
         work_cap[j] = S.scal[WORK_CAP]
         f_dev[j] = f
         xs_out[j] = x
-        p, R, V, W, lam, _, _, _, _, _ = proxy_kernel(
+        p, R, V, W, lam, _, _, _, _, work_c[j], budget = proxy_kernel(
             m, J, p, R, V, F, B, T, r_b, n_w, d, p_ref, R_ref, mu, nc, dc, use_nc, beta,
-            iterations, tol, lam)
+            iterations, tol, lam, budget)
         # the hand over the tick under the held wrench (RK4; the set point linear in a substep)
         fl = f[:3]
         ta = axis @ f[3:]
@@ -214,7 +216,7 @@ def _run_hand(P, S, m, J, p, R, V, W, beta, iterations, tol, m_h, k_h, b_h, axis
         total += fl @ (x - x0) + ta * (phi - phi0)
         delivered[j] = total
         x_prev, phi_prev = x0, phi0
-    return p, R, V, W, x, xd, phi, phid, x_prev, phi_prev, delivered, energy, work_cap, f_dev, xs_out
+    return p, R, V, W, budget, x, xd, phi, phid, x_prev, phi_prev, delivered, energy, work_cap, f_dev, xs_out, work_c
 
 
 def run_hand(coupling: Coupling, proxy: Proxy, hand: Hand, hs: HandState, R0: np.ndarray,
@@ -232,16 +234,16 @@ def run_hand(coupling: Coupling, proxy: Proxy, hand: Hand, hs: HandState, R0: np
     x_prev = hs.x.copy() if hs.x_prev is None else hs.x_prev
     for nticks, lc in segments:
         use_nc = lc.nc_w is not None
-        (proxy.p_w, proxy.R_wb, proxy.V, proxy.contact_wrench, hs.x, hs.xd, hs.phi, hs.phid, x_prev,
-         hs.phi_prev, delivered, energy, work_cap, f_dev, xs) = _run_hand(
+        (proxy.p_w, proxy.R_wb, proxy.V, proxy.contact_wrench, proxy.budget, hs.x, hs.xd, hs.phi, hs.phid, x_prev,
+         hs.phi_prev, delivered, energy, work_cap, f_dev, xs, work_c) = _run_hand(
             coupling.params, coupling.state, proxy.mass, proxy.inertia_b, proxy.p_w, proxy.R_wb,
-            proxy.V, proxy.contact_wrench, proxy.beta, proxy.iterations, proxy.tol, hand.mass,
+            proxy.V, proxy.contact_wrench, proxy.budget, proxy.beta, proxy.iterations, proxy.tol, hand.mass,
             hand.k, hand.b, np.asarray(hand.axis, dtype=np.float64), hand.inertia, hand.k_rot,
             hand.b_rot, hs.x, hs.xd, hs.phi, hs.phid, x_prev, hs.phi_prev, backward, R0,
             set_x, set_phi, k0, nticks, substeps, lc.r_b, lc.n_w, lc.d, lc.p_ref_w, lc.R_ref_wb, lc.mu,
             lc.nc_w if use_nc else _ZERO6, lc.dc, use_nc, T)
-        out.append((delivered + base, energy, work_cap, f_dev, xs))
+        out.append((delivered + base, energy, work_cap, f_dev, xs, work_c))
         base += delivered[-1]
         k0 += nticks
     hs.x_prev = x_prev
-    return HandRun(*(np.concatenate([o[i] for o in out]) for i in range(5)))
+    return HandRun(*(np.concatenate([o[i] for o in out]) for i in range(6)))

@@ -132,7 +132,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
         nxt, tau, grasp = dynamics.integrate(model, state, sol.V, dt, warm), np.zeros(0), 0.0
     else:
         qd, tau = dynamics.arm_after(system.arm, sol.V.reshape(-1, 6)[model.arm.body])
-        nxt = dynamics.integrate(model, state, sol.V, dt, warm, qd, system.arm.flange_home)
+        nxt = dynamics.integrate(model, state, sol.V, dt, warm, qd, system.arm.flange_home,
+                                 system.arm.grip_turn)
         grasp = system.arm.grasp_error
     laps.lap("integration")
     return nxt, info_of(model, found, sol, laps, tau, grasp, dt)
@@ -223,4 +224,4 @@ def start(model: Model, state: State) -> State:
     from dataclasses import replace
     i = model.arm.body
     q = dynamics.arm_start(model.arm, state.R_wb[i], state.p_w[i])
-    return replace(state, q=q, qd=np.zeros(model.arm.arm.nv), flange_home=None)
+    return replace(state, q=q, qd=np.zeros(model.arm.arm.nv), flange_home=None, grip_turn=None)

@@ -161,6 +161,8 @@ class State:
     q: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (nq,) the arm's configuration
     qd: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (nv,) rad/s, its joint velocities
     flange_home: np.ndarray | None = None  # (3,3) the wrist's held orientation (the controller's latch)
+    grip_turn: np.ndarray | None = None    # (2,) rad, the gripper spring's latch: its turn error and the
+                                           # wrapped reading it came from (control.turn_error)
 
     def __post_init__(self):
         object.__setattr__(self, "p_w", _batched(self.p_w, (3,)))

@@ -27,8 +27,9 @@ the way down), so the block SOR solver (``solvers.push_out``) also pushes penetr
 at beta d / T, but pays for it from an energy budget per body: what its contacts
 dissipated before and have not given back.  A solve whose work exceeds the budget
 is replaced by the capped one, so the contacts' work summed from a start without
-penetration never exceeds zero (up to the solver's residual).  This PGS baseline keeps the
-capped targets only.
+penetration never exceeds zero (up to the solver's residual).  The haptic proxy keeps such a
+budget too (``haptics.proxy``, through ``pgs_targets``); ``pgs`` itself, the seed's baseline,
+keeps the capped targets only.
 Friction is apart: it works at u_t,k+1 (maximum dissipation there, ``solver_sor``).
 Each sweep solves contact i's normal row with the others fixed, then its tangential 2x2 block
 and projects onto the disk -- the classic PGS that the seed solver will be compared with.
@@ -137,7 +138,15 @@ def normal_targets(G, V_prev, d, T, beta):
 @njit(cache=True)
 def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     """Projected Gauss-Seidel on the Delassus operator G A^-1 G^T of any n velocity
-    coordinates (G (m,3,n), A_inv (n,n)); returns (lambda (m,3), V+ (n,), sweeps used)."""
+    coordinates (G (m,3,n), A_inv (n,n)) with the capped targets ``normal_targets``; returns
+    (lambda (m,3), V+ (n,), sweeps used)."""
+    return pgs_targets(G, A_inv, V_free, normal_targets(G, V_prev, d, T, beta), mu, iterations, tol, lam0)
+
+
+@njit(cache=True)
+def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
+    """``pgs`` with the normal targets b (m,) given (the haptic proxy's budgeted push-out,
+    ``haptics.proxy``, solves with the uncapped ones where its budget pays)."""
     m = G.shape[0]
     lam = lam0.copy()
     # Delassus diagonal blocks and the velocity map of each contact's force
@@ -149,7 +158,6 @@ def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     V = V_free.copy()
     for i in range(m):
         V += AG[i] @ lam[i]
-    b = normal_targets(G, V_prev, d, T, beta)
     sweeps = 0
     for it in range(iterations):
         sweeps = it + 1

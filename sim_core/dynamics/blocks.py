@@ -145,6 +145,7 @@ class ArmFold:
     B: np.ndarray                  # (nv,nv)
     grasp_error: float             # m, tool-grasp distance at the start of the step
     flange_home: np.ndarray | None  # the controller's latch after this step
+    grip_turn: np.ndarray | None = None  # the gripper spring's latch after this step
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def _fold_arm(sys: ArmSystem, state: State, inp: Inputs, dt: float, ld: Loads, A
     A_a, b_a = arm.system(state.q, state.qd, dt, np.zeros(arm.nv), np.zeros((arm.nv, arm.nv)))
     R_ts, p_ts = grasp_pose(sys, inp.R_set_w[i], inp.p_set_w[i])
     V_set = np.concatenate([inp.v_set_w[i], inp.w_set_w[i]])
-    tau0, B, home = control.linearize(arm, state.q, state.qd, dt, R_ts, p_ts, V_set, sys.gains, state.flange_home)
+    tau0, B, home, turn = control.linearize(arm, state.q, state.qd, dt, R_ts, p_ts, V_set, sys.gains,
+                                            state.flange_home, state.grip_turn)
     H = np.diag(0.5 * (sys.K_c * dt / 2 + sys.D_c))
     F0 = sys.K_c * e + H @ e_dot
     A_p = A_p + G.T @ H @ G
@@ -213,7 +215,7 @@ def _fold_arm(sys: ArmSystem, state: State, inp: Inputs, dt: float, ld: Loads, A
     X = np.linalg.solve(S_ff, np.column_stack([JHG_f, r_f]))
     A_eff = A_p - JHG_f.T @ X[:, :-1]
     b_eff = b_p + JHG[F].T @ v_fix[F] + JHG_f.T @ X[:, -1]
-    fold = ArmFold(X, f, v_fix, sat, act["tau_sat"], tau0, B, float(np.linalg.norm(e[:3])), home)
+    fold = ArmFold(X, f, v_fix, sat, act["tau_sat"], tau0, B, float(np.linalg.norm(e[:3])), home, turn)
     return A_eff, b_eff, fold
 
 
@@ -226,7 +228,7 @@ def arm_after(fold: ArmFold, V_held: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def integrate(model: Model, state: State, V_next: np.ndarray, dt: float, warm, qd_next=None,
-              flange_home=None) -> State:
+              flange_home=None, grip_turn=None) -> State:
     """Every body's pose by its midpoint twist (``pmi.advance``); the arm's joints likewise
     (``qd_next``: its velocities after the step, from ``arm_after``)."""
     nb = model.n_bodies
@@ -236,6 +238,6 @@ def integrate(model: Model, state: State, V_next: np.ndarray, dt: float, warm, q
     for i in range(nb):
         p[i], R[i] = pmi.advance(state.p_w[i], state.R_wb[i], state.V[i], Vn[i], dt)
     if qd_next is None:
-        return State(state.t + dt, p, R, Vn, warm, state.q, state.qd, state.flange_home)
+        return State(state.t + dt, p, R, Vn, warm, state.q, state.qd, state.flange_home, state.grip_turn)
     q = model.arm.arm.advance(state.q, state.qd, qd_next, dt)
-    return State(state.t + dt, p, R, Vn, warm, q, qd_next, flange_home)
+    return State(state.t + dt, p, R, Vn, warm, q, qd_next, flange_home, grip_turn)

@@ -269,6 +269,72 @@ def test_proxy_dropped_onto_the_plane_stops_at_the_surface(push):
     assert abs(pr.V[2]) < 1e-9
 
 
+# The push-out is paid from what the contacts dissipated (``proxy.solve_contacts``); a solve
+# may overdraw the budget by PUSH_OUT_SLACK (1e-12 J, rounding) a tick: 500 ticks, 5e-10 J.
+NET_WORK_TOL = 1e-9                            # J
+
+
+def v_wedge(theta: float) -> LocalContact:
+    """A frictionless V-groove whose two planes are theta from vertical (normals theta above
+    the horizontal, nearly opposite): the proxy touches each at two heights, at rest.  At
+    theta = 1 deg it is the tilted pin's wedge (issue 23 (5)): holding the push takes forces
+    ~57 x the push, and pushing micrometres out along the normals moves it millimetres."""
+    pts, ns = [], []
+    for side in (1.0, -1.0):
+        for y in (0.0, 0.01):
+            for z in (0.0, -0.02):
+                pts.append([side * 0.01, y, z])
+                ns.append([-side * math.cos(theta), 0.0, math.sin(theta)])
+    return LocalContact(0.0, np.zeros(3), np.eye(3), np.array(pts), np.array(ns), np.zeros(len(pts)), 0.0)
+
+
+def _net_contact_work(pr, lc, push, ticks, spent_freely):
+    """(largest running sum, final sum) of the contacts' work over the run, J."""
+    total, largest = 0.0, 0.0
+    for _ in range(ticks):
+        if spent_freely:
+            pr.budget = math.inf          # the push-out never asks what it costs
+        total += pr.step(np.r_[0.0, 0.0, -push, 0.0, 0.0, 0.0], np.zeros((6, 6)), lc, T).work_contact
+        largest = max(largest, total)
+    return largest, total
+
+
+@pytest.mark.parametrize("case", ["plane", "wedge"])
+@pytest.mark.parametrize("budget", [True, False])
+def test_proxy_contacts_do_no_net_positive_work(case, budget):
+    """Frictionless, started without penetration, pushed down by 20 N for 0.5 s: the contacts'
+    work summed from the start never exceeds zero -- the penetration push-out only spends what
+    they dissipated.  A plane cannot show the difference (the final rest fixes their total
+    work at minus the push's, pushed out or not); the 1 deg wedge does: with the push-out
+    unpaid (an infinite budget, the uncapped target of old) the contacts do +1.4 J and throw
+    the proxy 68 mm up the groove; paid from the budget, -0.8 mJ and it stays."""
+    if case == "plane":
+        lc, pr = wall(0.0), Proxy(MASS, INERTIA, P0 + [0, 0, 1e-3], np.eye(3))
+    else:
+        lc, pr = v_wedge(math.radians(1.0)), Proxy(MASS, INERTIA, np.zeros(3), np.eye(3))
+    largest, total = _net_contact_work(pr, lc, 20.0, 500, spent_freely=not budget)
+    if budget:
+        assert largest <= NET_WORK_TOL
+        assert pr.budget == pytest.approx(-total, abs=1e-15)     # the ledger is the work
+    elif case == "plane":
+        assert largest <= NET_WORK_TOL
+    else:
+        assert total > 0.1                # J: the old push-out gives the proxy energy
+
+
+def test_reset_proxy_starts_with_no_budget():
+    """``Proxy.place`` puts the proxy elsewhere: energy banked where it was pays no push-out
+    where it is now."""
+    pr = Proxy(MASS, INERTIA, P0 + [0, 0, 1e-3], np.eye(3))
+    for _ in range(100):
+        pr.step(np.r_[0.0, 0.0, -20.0, 0.0, 0.0, 0.0], np.zeros((6, 6)), wall(0.3), T)
+    assert pr.budget > 0.019                     # the 20 mJ of the fall, dissipated
+    pr.place(P0 - [0, 0, 1e-4], np.eye(3))
+    assert pr.budget == 0.0 and not pr.V.any() and not pr.contact_wrench.any()
+    pr.step(np.zeros(6), np.zeros((6, 6)), wall(0.0), T)
+    assert gaps_at(wall(0.0), pr.p_w, pr.R_wb)[1].min() == pytest.approx(-1e-4, abs=1e-12)   # held, not pushed
+
+
 def _point_contact(mu):
     """One contact on a plane through the COM: its forces make no moment, so the proxy is a
     particle on a plane -- the textbook Coulomb case."""

@@ -163,14 +163,22 @@ def test_the_rate_limit_holds_in_every_run(runs):
         assert np.linalg.norm(f - s[:, None] * prev, axis=1).max() <= step
 
 
-@pytest.mark.parametrize("seed", [2, 4, 13, 20])   # walk, jumps, resonance, chirp
+# J: the proxy's contacts pay their push-out from what they dissipated (``proxy.solve_contacts``;
+# PUSH_OUT_SLACK 1e-12 J a tick of rounding over 1,000 ticks)
+CONTACT_WORK_TOL = 1e-9
+
+
+@pytest.mark.parametrize("seed", [137, 4, 13, 185])   # walk, jumps, resonance, chirp
 def test_without_the_controller_the_hand_can_get_energy(seed):
-    """The same runs with the controller off deliver net energy to the hand beyond W* (90 of
-    the 200 do; these four by 0.02-0.30 J.  The
-    zero-order hold of a stiff spring and a delayed damper generates energy): the test above
-    is not trivially true."""
+    """The same runs with the controller off deliver net energy to the hand beyond W* (32 of
+    the 200 do; these four by 0.009-0.031 J), while the proxy's contacts did no net positive
+    work: the zero-order hold of a stiff spring and a delayed damper generates it, so the
+    test above is not trivially true.  (With the proxy's old uncapped push-out 90 runs did,
+    with the capped targets alone 30; seeds 2 and 20, which stood for walk and chirp, got
+    their excess from the push-out and no longer exceed.)"""
     out, _ = run_case(seed, controller=False)
     assert (out.delivered[:-1] - out.work_cap[1:]).max() > 0.0
+    assert np.cumsum(out.contact_work).max() <= CONTACT_WORK_TOL
 
 
 def test_a_bad_sample_turns_the_coupling_off_until_reset():

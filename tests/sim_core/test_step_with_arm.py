@@ -200,3 +200,46 @@ def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
     want = np.concatenate([F[:3], R_wb.T @ (F[3:] + np.cross(r, F[:3]))])   # [f_w; tau about the centre, body]
     assert len(seen) == 1 and np.allclose(seen[0], want, rtol=1e-9, atol=1e-9)
     assert np.linalg.norm(want[:3]) > 0.1                          # the grasp is pulling
+
+
+SEIZED_INERTIA = 1e3      # kg m^2 about the nut's axis: a seized nut; 7.5 N m turns it 0.2 deg in 1 s
+NUT_SPEED_MAX = 0.2       # m/s: the nut is not thrown (the wrapped error threw it at 1.22 m/s; 0.12 now)
+RELEASE_TOL = 0.1         # of the torque limit: what is left once the set has come back by the slip
+                          # angle and the grasp's stretch, rounded up to whole steps, as the wrist unwinds
+
+
+def test_a_set_turn_far_ahead_of_a_seized_nut_never_reverses_the_gripper():
+    """Bolting with the nut seized on the thread: the set turn runs on to 400 deg in 0.6 s
+    (fastening).  The gripper's torque never reverses while the set turn increases (the
+    wrapped turn error reversed it past ~200 deg and threw the nut), stays at the limit, and
+    falls to zero once the set comes back by the slip angle -- not by the 400 deg it ran ahead."""
+    from dataclasses import replace
+
+    from sim_core.math.so3 import rot_axis_angle
+    from sim_core.types import Inputs
+    model, st, cfg = scenario.load("bolting")
+    b = model.bodies[0]
+    model = replace(model, bodies=(replace(b, inertia_b=b.inertia_b + np.diag([0.0, 0.0, SEIZED_INERTIA])),))
+    scen = scenario.record(cfg)
+    g, T = model.arm.arm.nv - 1, model.dt
+    for _ in range(30):                                   # the default waypoints press the nut on
+        st, _ = step_mod.step(model, st, scenario.inputs_at(scen, st.t))
+    base = scenario.inputs_at(scen, st.t)
+    tau_max = model.arm.arm.tau_max[g]
+    back = tau_max / model.arm.gains.gripper_K + tau_max / model.arm.K_c[5]   # slip angle + grasp stretch
+    rate = np.radians(400.0) / 0.6
+    turn, taus, speed = 0.0, {}, 0.0
+    for phase, n, w in (("up", 60, rate), ("hold", 10, 0.0), ("back", int(np.ceil(back / rate / T)), -rate),
+                        ("rest", 20, 0.0)):
+        for _ in range(n):
+            turn += w * T
+            # a world yaw of -turn turns the tool (pointing down) by +turn about its own axis
+            inp = Inputs(base.p_set_w[0], rot_axis_angle([0, 0, 1], -turn) @ base.R_set_w[0], np.zeros(3),
+                         np.array([0.0, 0.0, -w]))
+            st, info = step_mod.step(model, st, inp)
+            taus.setdefault(phase, []).append(float(info.tau[g]))
+            speed = max(speed, float(np.linalg.norm(st.V[0, :3])))
+    assert min(taus["up"]) >= 0.0, min(taus["up"])
+    assert min(taus["hold"]) > 0.9 * tau_max, taus["hold"]
+    assert max(abs(t) for t in taus["rest"][-5:]) < RELEASE_TOL * tau_max, taus["rest"]
+    assert speed < NUT_SPEED_MAX, speed

@@ -15,7 +15,10 @@ Limits, as an active set over a few solves:
   when even that overshoots, by at most T qd / 2), and the other joints are solved with it
   fixed.  The stop's reaction is a constraint force, not a motor torque;
 * joint speed: a joint faster than its limit is held at the limit speed the same way;
-* the spring sees at most ``max_error`` of pose error.
+* the spring sees at most ``max_error`` of pose error;
+* the infinite-turn gripper's spring sees at most its torque limit over its gain of turn
+  error (``turn_error``): the error is carried from step to step without wrapping at 180 deg,
+  and beyond that angle its anchor slips with the set turn.
 """
 from __future__ import annotations
 
@@ -43,8 +46,33 @@ def pose_error(R, p, R_set, p_set) -> np.ndarray:
     return np.concatenate([p_set - p, R @ log_so3(R.T @ R_set)])
 
 
-def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_home=None):
-    """(tau0, B, flange_home) of the controller torque tau0 - B qd_k+1 toward the tool set pose.
+def wrap(a: float) -> float:
+    """a in [-pi, pi): the shortest turn equal to a modulo a full turn."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def turn_error(reading: float, latch, cap: float):
+    """(error, latch) of the gripper's joint spring: its turn error, without wrapping at 180 deg
+    and held within +-cap by a slip, and the latch to pass to the next step.
+
+    ``reading`` is this step's turn of the set pose about the tool axis relative to the tool,
+    known only modulo a full turn (in (-pi, pi]); ``latch`` the previous step's
+    [error, reading], None on the first step.  The error moves by the shortest increment of
+    the reading (a step turns the set and the gripper far less than half a turn), so a set
+    turn running 400 deg ahead of a jammed nut is a growing error, never one that passes 180
+    deg and reverses.  It is held at +-cap (the gripper's torque limit over its gain): beyond
+    it the spring's anchor slips with the set turn, like the haptic coupling's rotation anchor
+    (``haptics.coupling``, step 3a), so turning the set far ahead of a stuck nut stores no
+    more than the limit, and turning it back releases the torque at once.  (The slip only
+    removes stored spring energy: passive.)"""
+    e = reading if latch is None else float(latch[0]) + wrap(reading - float(latch[1]))
+    e = min(cap, max(-cap, e))
+    return e, np.array([e, reading])
+
+
+def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_home=None, grip_turn=None):
+    """(tau0, B, flange_home, grip_turn) of the controller torque tau0 - B qd_k+1 toward the
+    tool set pose.
 
     With the infinite-turn gripper (bolting) the Cartesian spring-damper holds the *flange*
     -- the tool's pose with the turn about the tool axis taken out, at the flange's own
@@ -54,9 +82,10 @@ def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_
 
     ``flange_home`` (3,3) is the controller's latch, the wrist's held orientation: None on
     the first step, when it is taken from q; the caller keeps what this returns (in
-    ``types.State``) for the next step."""
+    ``types.State``) for the next step; ``grip_turn`` (2,) the gripper spring's latch
+    (``turn_error``), likewise."""
     if not arm.gripper_joint:
-        return (*_cartesian(arm, q, v, T, R_set, p_set, V_set, gains, None), flange_home)
+        return (*_cartesian(arm, q, v, T, R_set, p_set, V_set, gains, None), flange_home, grip_turn)
     from sim_core.systems.arm import panda
     if flange_home is None:
         flange_home = arm.tcp_pose(q, arm.flange)[0]
@@ -75,11 +104,12 @@ def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_
     g = arm.nv - 1
     R_t, _ = arm.tcp_pose(q)
     Re = R_t.T @ R_set
-    err = math.atan2(Re[1, 0] - Re[0, 1], Re[0, 0] + Re[1, 1])
+    err, grip_turn = turn_error(math.atan2(Re[1, 0] - Re[0, 1], Re[0, 0] + Re[1, 1]), grip_turn,
+                                arm.tau_max[g] / gains.gripper_K)
     Gg = gains.gripper_K * T / 2 + gains.gripper_D
     tau0[g] += gains.gripper_K * err + Gg * float(z @ w_set) - 0.5 * Gg * v[g]
     B[g, g] += 0.5 * Gg
-    return tau0, B, flange_home
+    return tau0, B, flange_home, grip_turn
 
 
 def _cartesian(arm, q, v, T, R_set, p_set, V_set, gains, frame):
@@ -139,11 +169,12 @@ def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8, acti
     return v1, tau
 
 
-def step(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, passive: bool = True, flange_home=None):
+def step(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, passive: bool = True, flange_home=None,
+         grip_turn=None):
     """One PMI step of the arm alone under admittance control: (q+, qd+, joint torque, the
-    controller's latch for the next step)."""
+    controller's latches for the next step: flange_home, grip_turn)."""
     A, b = arm.system(q, v, T, np.zeros(arm.nv), np.zeros((arm.nv, arm.nv)))
-    tau0, B, flange_home = linearize(arm, q, v, T, R_set, p_set, V_set, gains, flange_home)
+    tau0, B, flange_home, grip_turn = linearize(arm, q, v, T, R_set, p_set, V_set, gains, flange_home, grip_turn)
     v1, tau = solve_limited(arm, q, v, T, A, b, tau0, B)
     q1 = arm.advance(q, v, v1, T)
     if passive:
@@ -151,4 +182,4 @@ def step(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, passive: boo
         # stops' reactions alike -- is what the PMI equation itself puts in: A qd+ - b
         work = T * float((A @ v1 - b) @ (0.5 * (v + v1)))
         v1 = arm.project_energy(q1, v1, arm.energy(q, v) + work)
-    return q1, v1, tau, flange_home
+    return q1, v1, tau, flange_home, grip_turn

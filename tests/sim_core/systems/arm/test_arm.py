@@ -146,7 +146,7 @@ def test_admittance_settles_without_overshoot_beyond_the_linear_prediction(axis,
     predicted = _linear_overshoot(arm, q, gains, step6)
     xs = []
     for _ in range(300):
-        q, v, _, _ = control.step(arm, q, v, 0.01, R0, p0 + step6[:3], np.zeros(6), gains)
+        q, v, _, _, _ = control.step(arm, q, v, 0.01, R0, p0 + step6[:3], np.zeros(6), gains)
         xs.append(arm.tcp_pose(q)[1][axis] - p0[axis])
     overshoot = 100 * (max(x / size for x in xs) - 1)
     assert overshoot <= predicted + OVERSHOOT_SLACK, (overshoot, predicted)
@@ -164,7 +164,7 @@ def test_torque_and_joint_limits_hold_for_an_unreachable_set_pose():
     far = p0 + np.array([0.0, 0.0, 2.0])                         # 2 m up: out of reach
     worst_tau, worst_lim, worst_v = 0.0, -np.inf, 0.0
     for _ in range(300):
-        q, v, tau, _ = control.step(arm, q, v, 0.01, R0, far, np.zeros(6), gains)
+        q, v, tau, _, _ = control.step(arm, q, v, 0.01, R0, far, np.zeros(6), gains)
         worst_tau = max(worst_tau, float(np.max(np.abs(tau) / arm.tau_max)))
         worst_v = max(worst_v, float(np.max(np.abs(v) / arm.v_max)))
         a = arm.angles(q)
@@ -205,11 +205,11 @@ def test_infinite_turn_gripper_turns_the_tool_while_the_wrist_holds_still():
     gains = control.AdmittanceGains()
     w = -2 * np.pi
     turned, prev = 0.0, a0[7]
-    home = None                      # the controller's latch, kept from step to step
+    home = turn = None               # the controller's latches, kept from step to step
     for k in range(500):
         R_set = rot_axis_angle([0, 0, 1], w * (k + 1) * 0.01) @ R0
-        q, v, _, home = control.step(arm, q, v, 0.01, R_set, p0, np.array([0, 0, 0, 0, 0, w]), gains,
-                                     flange_home=home)
+        q, v, _, home, turn = control.step(arm, q, v, 0.01, R_set, p0, np.array([0, 0, 0, 0, 0, w]), gains,
+                                           flange_home=home, grip_turn=turn)
         a = arm.angles(q)
         turned += math.remainder(a[7] - prev, 2 * np.pi)
         prev = a[7]
@@ -217,3 +217,56 @@ def test_infinite_turn_gripper_turns_the_tool_while_the_wrist_holds_still():
     assert abs(turned - 5 * 2 * np.pi) < 0.1                     # five turns, within 6 deg
     assert np.abs(p - p0).max() < 1e-4
     assert np.abs(arm.angles(q)[:7] - a0[:7]).max() < 0.01
+
+
+TURN_TOL = 1e-9        # rad: the carried error is sums of float increments over ~1,000 steps
+
+
+def test_gripper_turn_error_does_not_wrap_and_slips_at_the_torque_limit():
+    """The gripper spring's turn error across +-180 deg and several turns: from readings known
+    only modulo a turn it is the continuous error (no wrap, either sign); held at the cap it
+    slips with the set turn, and turning back releases it at once."""
+    true = np.concatenate([np.linspace(0.0, 3.3 * 2 * np.pi, 400), np.linspace(3.3 * 2 * np.pi, -2.6 * 2 * np.pi, 700)])
+    latch = None
+    for x in true:                                   # no cap in reach: the continuous error
+        e, latch = control.turn_error(control.wrap(x), latch, 1e3)
+        assert abs(e - x) < TURN_TOL, (e, x)
+    cap, latch, es = 0.375, None, []
+    up = np.linspace(0.0, np.radians(400.0), 200)
+    for x in up:                                     # the set runs 400 deg ahead of a held joint
+        e, latch = control.turn_error(control.wrap(x), latch, cap)
+        es.append(e)
+    es = np.array(es)
+    assert np.all(np.diff(es) >= 0.0) and es.min() >= 0.0 and abs(es[-1] - cap) < TURN_TOL
+    for x in up[-1] - np.linspace(0.0, 2 * cap, 50):  # and turns back: released after cap, not 400 deg
+        e, latch = control.turn_error(control.wrap(x), latch, cap)
+        assert abs(e - max(-cap, cap - (up[-1] - x))) < TURN_TOL
+
+
+def test_gripper_torque_keeps_its_sign_as_the_set_turns_past_180_degrees():
+    """linearize at a held gripper (the nut jammed) while the set turn runs on to 400 deg, in
+    0.5 deg steps: the gripper's spring torque never reverses (the old wrapped error did past
+    180 deg), stays at the torque limit, and is zero once the set turns back by the slip angle."""
+    from sim_core.math.so3 import rot_axis_angle
+    arm = Arm(gripper_joint=True, base_p=np.array([-0.45, 0.0, -0.2]))
+    R0, p0 = rot_axis_angle([1, 0, 0], np.pi), np.array([0.0, 0.0, 0.15])
+    q = arm.solve_ik(R0, p0, Q0 + [0.0])
+    v = np.zeros(8)
+    gains = control.AdmittanceGains()
+    cap = arm.tau_max[7] / gains.gripper_K
+    home = turn = None
+    taus = []
+    # world yaw -theta turns the tool (pointing down) by +theta about its own axis
+    for deg in np.arange(0.0, 400.5, 0.5):
+        R_set = rot_axis_angle([0, 0, 1], -np.radians(deg)) @ R0
+        tau0, _, home, turn = control.linearize(arm, q, v, 0.01, R_set, p0, np.zeros(6), gains, home, turn)
+        taus.append(tau0[7])
+    taus = np.array(taus)
+    assert taus.min() >= 0.0, taus.argmin() * 0.5          # deg of set turn
+    assert abs(taus[-1] - arm.tau_max[7]) < 1e-9
+    for deg in np.arange(400.0, 400.0 - np.degrees(cap), -0.5):
+        R_set = rot_axis_angle([0, 0, 1], -np.radians(deg)) @ R0
+        tau0, _, home, turn = control.linearize(arm, q, v, 0.01, R_set, p0, np.zeros(6), gains, home, turn)
+    R_set = rot_axis_angle([0, 0, 1], -np.radians(400.0) + cap) @ R0
+    tau0, _, home, turn = control.linearize(arm, q, v, 0.01, R_set, p0, np.zeros(6), gains, home, turn)
+    assert abs(tau0[7]) < 1e-9
