@@ -222,8 +222,11 @@ def read_log(path: Path | str) -> Log:
     channels: dict[int, str] = {}
     chunk = None
     pos, end = 8, len(data)
+    closed = False                   # the footer or the closing magic read: the file is whole
+    lost = False                     # a damaged record length: the rest of the file unreadable
     while pos < end:
         if data[pos:pos + 8] == MAGIC and pos + 8 == end:           # the closing magic
+            closed = True
             break
         if pos + 9 > end:
             log.truncated, log.error = True, f"cut at byte {end}, inside a record header"
@@ -234,6 +237,7 @@ def read_log(path: Path | str) -> Log:
             if length > MAX_RECORD:  # no writer makes a record this large: the header is damaged
                 log.corrupt.append(f"byte {pos}: record length {length} exceeds the file; "
                                    "the records after it cannot be found")
+                lost = True
             else:
                 log.truncated, log.error = True, f"cut at byte {end}, inside a record of {length} bytes"
             break
@@ -267,7 +271,11 @@ def read_log(path: Path | str) -> Log:
                     continue
                 log.topics.setdefault(topic, []).append((rec.log_time * 1e-9, msg))
         if op == _FOOTER:
+            closed = True
             break
+    if not closed and not log.truncated and not lost:
+        # cut exactly between two records: nothing is half-written, but the footer is missing
+        log.truncated, log.error = True, f"cut at byte {end}, between two records (no footer)"
     if not log.topics and not channels and log.truncated:
         raise LogError(f"{path}: cut at byte {end}, before its first complete chunk: nothing to read")
     return log

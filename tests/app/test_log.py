@@ -52,6 +52,25 @@ def test_replay_detects_a_tampered_trajectory(bolting_log, tmp_path):
     assert err_p == pytest.approx(1e-6, rel=1e-3)
 
 
+def test_a_log_cut_between_two_records_is_called_cut(bolting_log, tmp_path):
+    """A cut that falls exactly on a record boundary leaves nothing half-written, only the
+    footer missing: still a cut log (a random cut found it in CI: read as whole)."""
+    data = bolting_log.read_bytes()
+    bounds, pos = [], 8
+    while pos + 9 <= len(data) and data[pos:pos + 8] != b"\x89MCAP0\r\n":
+        pos += 9 + int.from_bytes(data[pos + 1:pos + 9], "little")
+        bounds.append(pos)
+    assert len(bounds) > 10 and bounds[-1] == len(data) - 8        # every record walked
+    n_full = len(read_log(bolting_log).messages("/part_state"))
+    for cut in bounds[len(bounds) // 4:-1]:                         # after the first records, before the end
+        p = tmp_path / f"cut{cut}.mcap"
+        p.write_bytes(data[:cut])
+        log = read_log(p)
+        assert log.truncated and "between two records" in log.error, cut
+        assert len(log.messages("/part_state")) <= n_full
+        assert "complete   NO" in info(log)
+
+
 def test_log_cut_at_random_bytes_still_opens(bolting_log, tmp_path):
     data = bolting_log.read_bytes()
     rng = random.Random(7)
