@@ -327,7 +327,16 @@ def register(kind: str, help: str, needs_arg: bool = True):
     return deco
 
 
+_discovered = False
+
+
 def _discover() -> None:
+    """Import every driver module of ``devices`` once, so each registers itself.  Not keyed on
+    ``DRIVERS`` being empty: a driver imported on its own (``devices.keyboard``) registers
+    alone, and the others must still be found."""
+    global _discovered
+    if _discovered:
+        return
     import importlib
     import pkgutil
 
@@ -335,19 +344,18 @@ def _discover() -> None:
     for m in pkgutil.iter_modules(devices.__path__):
         if m.name != "base":
             importlib.import_module(f"devices.{m.name}")   # a driver that cannot import is a bug: let it show
+    _discovered = True
 
 
 def spec_help() -> str:
-    if not DRIVERS:
-        _discover()
+    _discover()
     return ", ".join(h for _, (_, _, h) in sorted(DRIVERS.items()) if h)
 
 
 def spec_problem(spec: str) -> str:
     """'' when `spec` names a known driver with an argument where it takes one, else why not
     (checked before anything starts: ``tightsim run --device``)."""
-    if not DRIVERS:
-        _discover()
+    _discover()
     kind, _, arg = spec.partition(":")
     entry = DRIVERS.get(kind)
     if entry is None or (entry[1] and not arg) or (entry[1] is None and arg):

@@ -451,3 +451,17 @@ def test_shared_sample_device_round_trip_without_waiting():
     slot._seq[0] += 1
     dev.close()
     slot.close(unlink=True)
+
+
+def test_every_driver_is_found_when_one_was_imported_alone():
+    """A driver module imported on its own (a test importing ``devices.keyboard``) registers
+    only itself; the registry must still find the others (it once took a non-empty table as
+    complete, and `scripted:insert` was refused, depending on the order tests were collected)."""
+    code = ("import devices.keyboard\nfrom devices.base import DRIVERS, spec_problem\n"
+            "assert set(DRIVERS) == {'keyboard'}, DRIVERS\n"
+            "print(repr(spec_problem('scripted:insert')), sorted(DRIVERS))")
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("''") and "scripted" in r.stdout and "serial" in r.stdout, r.stdout
