@@ -33,6 +33,7 @@ import numpy as np
 
 from app.events import event, process_logger
 from app.loops import child_signals, sleep_until, start_up_done, try_realtime, wait_for_go
+from devices.base import DeviceFault
 from sim_core.io.records import PROXY, TICK
 from sim_core.io.shm import Ring, RingWriter, SeqSlot
 
@@ -66,7 +67,6 @@ def tick(dev, coupling, proxy, lc, now: float, safety: float, label: str = ""):
     local contact model `lc` -> write the device force.  Returns (the device sample, the
     proxy's step info).
     (``app.lockstep`` runs this same tick on a simulated clock.)"""
-    from devices.base import DeviceFault
     s = dev.read(now)
     if not (np.isfinite(s.p).all() and np.isfinite(s.q).all() and np.isfinite(s.v).all()
             and np.isfinite(s.w).all()):
@@ -99,7 +99,7 @@ def haptic_main(spec: dict, stop, status, go=None) -> None:
     """Process entry point.  ``spec``: shared-memory names, device spec, proxy mass/inertia
     and start pose, workspace offset, coupling gains; ``status``: a queue for one-line
     events (realtime, faults, exit) as log records (``app.events``)."""
-    from devices.base import DeviceFault, open_device
+    from devices.base import open_device
     from haptics.coupling import Coupling, CouplingGains
     from haptics.local_contact import PACKED_SIZE, LocalContact
     from haptics.proxy import Proxy

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sim_core.collision.pins import KEYS_PER_PIN, MAX_PER_PIN, detect_pins
+from sim_core.math.so3 import quat_to_matrix
 
 R_HOLE, H_HOLE = 0.0175, 0.04          # m: the seed's 35 mm hole, 40 mm deep cylinder
 HALF = (0.06, 0.05)                    # m, the block's top face half sizes
@@ -18,12 +19,8 @@ RIM_TOL = 1e-6                         # m: the issue's bound against the brute 
 
 
 def _rot(rng):
-    q = rng.normal(size=4)
-    q /= np.linalg.norm(q)
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    """A random rotation (a uniformly random unit quaternion)."""
+    return quat_to_matrix(rng.normal(size=4))
 
 
 def random_case(rng):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from sim_core.collision.pins import KEYS_PER_PIN, MAX_PER_PIN, detect_pins
+from sim_core.math.so3 import quat_to_matrix
 
 R_HOLE = 0.0175                # m: the seed's 35 mm hole
 H_HOLE = 0.04                  # m
@@ -93,12 +94,8 @@ def rim_brute_force(A, B, r=R_HOLE, chunk=2000):
 
 
 def _rot(rng):
-    q = rng.normal(size=4)
-    q /= np.linalg.norm(q)
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    """A random rotation (a uniformly random unit quaternion)."""
+    return quat_to_matrix(rng.normal(size=4))
 
 
 def kernel_rim(A, B, rho, seed):
