@@ -134,7 +134,7 @@ class SessionKeys:
 
 def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None,
              com_part=None):
-    """The frame of a physics snapshot and a proxy record; `arm` (``robot.arm.Arm``): draw it
+    """The frame of a physics snapshot and a proxy record; `arm` (``systems.arm.arm.Arm``): draw it
     at the configuration the physics has it in; `com_part` (3,) m: the moving part's centre
     of mass in its mesh frame (the records hold the COM; the mesh is drawn from its origin)."""
     from app.view.window import Snapshot
@@ -177,6 +177,7 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
     False when the window is closed."""
     from sim_core import config
     from sim_core.paths import scenario_path
+    from sim_core.scenarios import tasks
     cfg = config.load(scenario_path(scenario_name))
     static, moving = cfg["parts"]["static"], cfg["parts"]["moving"]
     arm = None
@@ -185,12 +186,11 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         arm = Arm(gripper_joint=cfg["arm"]["gripper"] == "turning", base_p=np.array(cfg["arm"]["base_position"]))
     state = {"view": None, "last": None, "fps": 0.0, "keyboard": None}
     meshes, com = {}, None
-    if cfg["scenario"]["task"] == "docking":   # generated parts: meshed from the [docking] geometry
-        from sim_core.geometry.docking_mesh import block_mesh, plate_mesh
-        from sim_core.scenarios import docking
-        plate, block = docking.parts(cfg, str(scenario_path(scenario_name)))
-        meshes = {static: block_mesh(block), moving: plate_mesh(plate)}
-        com = np.array(docking.dims(plate, block)[1]["com_part"])
+    task = tasks.task(cfg)
+    if task.meshes is not None:                 # generated parts (docking: from the [docking] geometry)
+        src = str(scenario_path(scenario_name))
+        meshes = task.meshes(cfg, src)
+        com = tasks.set_point_offset(cfg, src)
 
     def on_frame(sv, pv):
         from app.view.window import View

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from sim_core import config as config_mod
+from sim_core import step as step_mod
 from sim_core.geometry.docking import (
     BlockSDF,
     HoleBlock,
@@ -31,6 +32,7 @@ from sim_core.geometry.docking import (
     check_layout,
     plate_mass_properties,
 )
+from sim_core.scenarios.common import arm_system, contact_params, drive_gains, set_rotation
 from sim_core.types import ContactPair, Drive, Model, RigidBody, State, StaticShape
 
 GRAVITY = 9.81                      # m/s^2, when [docking] gravity = "on"
@@ -95,8 +97,6 @@ def com_part(cfg: dict, src: str = "<config>") -> np.ndarray:
 
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     """The docking world and its start State (through the arm's IK when it holds the plate)."""
-    from sim_core import step as step_mod
-    from sim_core.scenarios import scenario
     c = cfg["contact"]
     if c["clustering"] != "none":
         raise config_mod.ConfigError(f"{src}: contact.clustering: docking contacts are already a manifold "
@@ -116,20 +116,35 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                      node_radius=radius, pins=plate, pin_segments_b=np.ascontiguousarray(seg))
     sdf = BlockSDF(block)
     shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=sdf, bounds_s=sdf.bounds, block=block)
-    dr = cfg["drive"]
-    K = np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]])
-    D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
+    K, D = drive_gains(cfg)
     g = np.array([0.0, 0.0, -GRAVITY]) if cfg["docking"]["gravity"] == "on" else np.zeros(3)
     model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "pins"),),
-                  contact=scenario.contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
+                  contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
                   gravity=g)
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
-        model = replace(model, arm=scenario.arm_system(cfg, K, D, body=0))
+        model = replace(model, arm=arm_system(cfg, K, D, body=0))
     st = cfg["start"]
-    R = scenario.set_rotation(math.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
+    R = set_rotation(math.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
     state = State(0.0, np.array(st["position"], dtype=np.float64) + R @ com, R, np.zeros(6))
     return model, step_mod.start(model, state)
+
+
+def task_figures(res) -> dict:
+    """``figures`` at the scenario's seat tolerance, with its target (every pin seated).
+    `res`: a ``scenario.RunResult``."""
+    out = figures(res, res.scen.seat_tolerance)
+    out["task_target"] = "every pin seated"
+    out["task_target_met"] = out["seated"]
+    return out
+
+
+def meshes(cfg: dict, src: str = "<config>") -> dict:
+    """The parts' meshes the view draws (generated from the [docking] geometry: there are no
+    asset files), by the names the config gives them."""
+    from sim_core.geometry.docking_mesh import block_mesh, plate_mesh
+    plate, block = parts(cfg, src)
+    return {cfg["parts"]["static"]: block_mesh(block), cfg["parts"]["moving"]: plate_mesh(plate)}
 
 
 def figures(res, seat_tolerance: float) -> dict:

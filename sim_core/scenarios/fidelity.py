@@ -5,7 +5,7 @@ only what the law needs through the spring-damper drive (``dynamics.drive_terms`
 as an external wrench (``Inputs.f_ext``), then runs the ordinary step (``step.step``)
 and returns what it measured next to the closed form.  ``VARIANTS`` are the contact
 pipelines compared: every contact node with the exact SDF (the reference), k-means with the
-exact SDF, and the shipped defaults.  Used by ``tests/test_fidelity.py`` and
+exact SDF, and the shipped defaults.  Used by ``tests/sim_core/scenarios/test_fidelity.py`` and
 ``bench/fidelity.py``.
 
 Closed forms (derived here, not taken from a print):

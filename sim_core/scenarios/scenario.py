@@ -1,13 +1,14 @@
 """Scenarios: from a validated config to a Model, the set-pose trajectory, and a headless run.
 
 A scenario builds a world (``types.Model``: one moving part, one static part, their contact
-pair, the arm or the drive) and keeps what is not physics -- the task, the waypoints, the parts'
-dimensions, the duration -- in a ``Scenario`` record.  The moving part follows the waypoints
-(through the arm, or the spring-damper drive of ``dynamics``); what the
-run measures -- penetration, axial advance, rotation about the axis, and the task figures
-(peg insertion depth; nut advance per revolution while engaged) -- is computed here from the
-trajectory, never prescribed by it: the bolting drive pushes down with a soft spring and
-turns the nut, and only the thread contact can make it advance.
+pair, the arm or the drive) by its task's builder in the table ``tasks.TASKS`` (``mesh_parts``
+for bolting and peg in hole, ``docking``), and keeps what is not physics -- the task, the
+waypoints, the parts' dimensions, the duration -- in a ``Scenario`` record.  The moving part
+follows the waypoints (through the arm, or the spring-damper drive of ``dynamics``); what the
+run measures -- penetration, axial advance, rotation about the axis, and the task figure (the
+task's ``figures`` in the table) -- is computed from the trajectory, never prescribed by it:
+the bolting drive pushes down with a soft spring and turns the nut, and only the thread
+contact can make it advance.  ``scene`` puts several scenarios' parts in one world.
 """
 from __future__ import annotations
 
@@ -21,48 +22,19 @@ import numpy as np
 from sim_core import config as config_mod
 from sim_core import step as step_mod
 from sim_core.collision import broadphase
-from sim_core.contact import clustering
 from sim_core.contact import interaction_networks as clustering_in
 from sim_core.geometry import profiles
-from sim_core.geometry.assets import check_part_mesh, load_mesh
-from sim_core.geometry.mesh import mass_properties, mesh_part
-from sim_core.geometry.sdf import exact_sdf
 from sim_core.io.progress import compile_watch
 from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
-from sim_core.paths import assets_dir, scenario_path
-from sim_core.types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
+from sim_core.paths import scenario_path
+from sim_core.scenarios import tasks
+from sim_core.scenarios.common import arm_system, contact_params, set_rotation  # noqa: F401 (re-exported)
+from sim_core.scenarios.mesh_parts import ADVANCE_TOLERANCE, MIN_INSERTION  # noqa: F401 (re-exported)
+from sim_core.types import Drive, Inputs, Model, State
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
-
-
-def set_rotation(yaw: float, tilt_x: float, tilt_y: float) -> np.ndarray:
-    """R = Rz(yaw) Ry(tilt_y) Rx(tilt_x) (radians)."""
-    return (rot_axis_angle([0, 0, 1], yaw) @ rot_axis_angle([0, 1, 0], tilt_y)
-            @ rot_axis_angle([1, 0, 0], tilt_x))
-
-
-def _part(name: str, src: str, key: str, kinds) -> object:
-    parts = profiles.all_parts()
-    spec = parts.get(name)
-    if spec is None or not isinstance(spec, kinds):
-        allowed = ", ".join(n for n, s in parts.items() if isinstance(s, kinds))
-        raise config_mod.ConfigError(f"{src}: {key}: unknown part {name!r} (one of: {allowed})")
-    return spec
-
-
-def _part_mesh(name: str, spec, src: str, key: str):
-    """The part's mesh file in assets/parts, checked against the part before anything is
-    computed from it (a stray vertex, millimetres, a collapsed mesh: one line naming the file,
-    what is wrong and the config key); None when there is no file."""
-    path = assets_dir() / "parts" / f"{name}.ply"
-    if not path.exists():
-        return None
-    try:
-        mesh = load_mesh(path)
-        check_part_mesh(mesh, spec, str(path))
-    except ValueError as e:
-        raise config_mod.ConfigError(f"{e}; {key} = {name!r} in {src}") from None
-    return mesh
+# (set_rotation, contact_params, arm_system: the builders' shared pieces, in ``common``;
+# ADVANCE_TOLERANCE, MIN_INSERTION: the seed 000 tasks' targets, in ``mesh_parts``)
 
 
 @dataclass(frozen=True)
@@ -70,7 +42,7 @@ class Scenario:
     """What a scenario is besides its physics: the task, the set-pose waypoints, the parts'
     dimensions (for the figures), the run's length."""
     name: str
-    task: str                      # "peg_in_hole" | "bolting"
+    task: str                      # a key of tasks.TASKS: "peg_in_hole" | "bolting" | "docking"
     duration: float                # s
     waypoints_t: np.ndarray        # (W,) s
     waypoints_p: np.ndarray        # (W,3) m, set COM position (world)
@@ -80,19 +52,16 @@ class Scenario:
     seat_tolerance: float = 5e-4   # m, docking: a pin's tip this close to its hole's bottom is seated
 
 
-def record(cfg: dict) -> Scenario:
+def record(cfg: dict, src: str = "<config>") -> Scenario:
     """The scenario record of a validated config."""
+    task = tasks.task(cfg)
     wps = cfg["waypoints"]
     rot = np.radians([[w["yaw_deg"], *w["tilt_deg"]] for w in wps])
     pos = np.array([w["position"] for w in wps])
-    if cfg["scenario"]["task"] == "docking":         # positions are the plate's lower-face centre
-        from sim_core.scenarios import docking
-        static_dims, moving_dims = docking.dims(*docking.parts(cfg, "<config>"))
-        com = np.array(moving_dims["com_part"])
+    static_dims, moving_dims = task.dims(cfg, src)
+    if task.set_point is not None:                 # positions name another point than the COM
+        com = tasks.set_point_offset(cfg, src)
         pos = pos + np.array([set_rotation(*q) @ com for q in rot])
-    else:
-        static_dims = profiles.all_parts()[cfg["parts"]["static"]].dimensions()
-        moving_dims = profiles.all_parts()[cfg["parts"]["moving"]].dimensions()
     return Scenario(name=cfg["scenario"]["name"], task=cfg["scenario"]["task"],
                     duration=float(cfg["scenario"]["duration"]),
                     waypoints_t=np.array([w["t"] for w in wps]), waypoints_p=pos, waypoints_rot=rot,
@@ -100,95 +69,10 @@ def record(cfg: dict) -> Scenario:
                     seat_tolerance=float(cfg["docking"]["seat_tolerance"]))
 
 
-def contact_params(c: dict) -> ContactParams:
-    """The [contact] table of a validated config as the solver's parameters."""
-    return ContactParams(friction=c["friction"], clusters=c["clusters"], band=c["band"],
-                         broadphase_margin=c["broadphase_margin"], normal_scale=c["normal_scale"],
-                         penetration_gain=c["penetration_gain"], pgs_iterations=c["pgs_iterations"],
-                         pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
-                         sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
-                         sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
-                         fallback_depth=c["fallback_depth"], speculative=c["speculative"])
-
-
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
-    """The world (Model) and its start State of a validated scenario config."""
-    if cfg["scenario"]["task"] == "docking":
-        from sim_core.scenarios import docking
-        return docking.build(cfg, src)
-    static = _part(cfg["parts"]["static"], src, "parts.static", STATIC_KINDS)
-    moving = _part(cfg["parts"]["moving"], src, "parts.moving", MOVING_KINDS)
-    task = cfg["scenario"]["task"]
-    want = (profiles.HoleSpec, profiles.PegSpec) if task == "peg_in_hole" else (profiles.BoltSpec, profiles.NutSpec)
-    if not (isinstance(static, want[0]) and isinstance(moving, want[1])):
-        raise config_mod.ConfigError(f"{src}: parts: {cfg['parts']['static']} / {cfg['parts']['moving']} "
-                                     f"do not make a {task} task")
-    _part_mesh(cfg["parts"]["static"], static, src, "parts.static")    # the view draws it (physics: its exact SDF)
-    mesh = _part_mesh(cfg["parts"]["moving"], moving, src, "parts.moving")
-    if mesh is None:                                                      # no file: the same mesh, generated
-        mesh = mesh_part(moving)
-    mass, com, J = mass_properties(mesh, cfg["parts"]["density"])
-    sdf = exact = exact_sdf(static)
-    bounds = tuple(sdf.bounds)
-    if cfg["contact"]["detector"] == "neural":
-        from sim_core.collision.neural_sdf import WeightsError
-        from sim_core.collision.neural_sdf import load as load_weights
-        name = cfg["parts"]["static"]
-        try:
-            sdf = load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=static, part=name, probe=True)
-        except WeightsError as e:
-            raise config_mod.ConfigError(f"{src}: contact.detector = \"neural\": {e}") from None
-    c = cfg["contact"]
-    cs = None
-    if c["solver"] == "sor" and c["cspace"] == "on":
-        from sim_core.collision.neural_sdf import WeightsError
-        from sim_core.contact import cspace
-        pair = f"{cfg['parts']['static']}__{cfg['parts']['moving']}"
-        try:
-            cs = cspace.load(assets_dir() / "cspace" / f"{pair}.npz", digest=cspace.pair_digest(static, moving))
-        except WeightsError as e:
-            raise config_mod.ConfigError(f"{src}: contact.cspace = \"on\": {e}") from None
-    net = None
-    if c["clustering"] == "learned":
-        from sim_core.io.weights import WeightsError
-        try:
-            net = clustering_in.load(assets_dir() / "clustering" / f"{task}.npz", task=task)
-        except WeightsError as e:
-            raise config_mod.ConfigError(f"{src}: contact.clustering = \"learned\": {e}") from None
-    dr = cfg["drive"]
-    nodes = np.ascontiguousarray(mesh.vertices - com)
-    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
-                     node_radius=float(np.linalg.norm(nodes, axis=1).max()),
-                     node_nb=clustering_in.node_table(nodes),
-                     node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
-    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
-                        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
-    K = np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]])
-    D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
-    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
-                  contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
-    if cfg["arm"]["robot"] == "panda":
-        model = replace(model, arm=arm_system(cfg, K, D, body=0))
-    st = cfg["start"]
-    yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
-    state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))
-    return model, step_mod.start(model, state)
-
-
-def arm_system(cfg: dict, K: np.ndarray, D: np.ndarray, body: int = 0):
-    """The arm of a validated scenario config: a Panda (with the infinite-turn gripper when
-    ``[arm] gripper = "turning"``) at the configured base, holding `body` at its axis, tool
-    pointing down it; the [drive] gains (K, D) become the tool's admittance gains."""
-    from sim_core.dynamics.blocks import ArmSystem
-    from sim_core.systems.arm import control
-    from sim_core.systems.arm.arm import Arm
-    a = cfg["arm"]
-    arm = Arm(gripper_joint=(a["gripper"] == "turning"), base_p=np.array(a["base_position"], float))
-    ks, kd = a["coupling_stiffness"], a["coupling_damping"]
-    return ArmSystem(arm=arm, body=body, grasp_R=rot_axis_angle([1.0, 0.0, 0.0], np.pi),
-                     grasp_p=np.array([0.0, 0.0, a["grasp_offset"]]),
-                     gains=control.AdmittanceGains(K=K.copy(), D=D.copy()),
-                     K_c=np.array([ks[0]] * 3 + [ks[1]] * 3), D_c=np.array([kd[0]] * 3 + [kd[1]] * 3))
+    """The world (Model) and its start State of a validated scenario config: the builder of
+    its task in the table (``tasks.TASKS``)."""
+    return tasks.task(cfg).build(cfg, src)
 
 
 def load(name_or_path: str) -> tuple[Model, State, dict]:
@@ -387,31 +271,12 @@ def summarize(res: RunResult, start: State) -> dict:
     return out
 
 
-# The task figures' targets: issue 1's acceptance, which tests/sim_core/scenarios checks too.
-ADVANCE_TOLERANCE = 0.05     # bolting: advance per engaged turn within +-5 % of the thread's pitch
-MIN_INSERTION = 30e-3        # m, peg in hole: insertion depth at least this
-
-
 def task_figures(res: RunResult) -> dict:
-    """The task figure of a run (peg: insertion depth; bolting: advance per engaged turn),
-    with its target: ``task_target`` (text) and ``task_target_met`` (bool).  The batch and
-    the session summaries both take it from here."""
-    if res.scen.task == "docking":
-        from sim_core.scenarios import docking
-        out = docking.figures(res, res.scen.seat_tolerance)
-        out["task_target"] = "every pin seated"
-        out["task_target_met"] = out["seated"]
-    elif res.scen.task == "peg_in_hole":
-        out = _peg_figures(res)
-        out["task_target"] = f">= {MIN_INSERTION * 1e3:g} mm"
-        out["task_target_met"] = out["insertion_depth_m"] >= MIN_INSERTION
-    else:
-        out = _bolting_figures(res)
-        pitch = res.scen.static_dims["p"]
-        a = out["advance_per_rev_m"]
-        out["task_target"] = f"{pitch * 1e3:g} mm/rev +-{ADVANCE_TOLERANCE * 100:g} %"
-        out["task_target_met"] = a is not None and abs(a - pitch) <= ADVANCE_TOLERANCE * pitch
-    return out
+    """The task figure of a run (peg: insertion depth; bolting: advance per engaged turn;
+    docking: seated), with its target: ``task_target`` (text) and ``task_target_met``
+    (bool), from the task's entry in ``tasks.TASKS``.  The batch and the session summaries
+    both take it from here."""
+    return tasks.TASKS[res.scen.task].figures(res)
 
 
 def task_line(fig: dict) -> str:
@@ -500,43 +365,6 @@ def hud_text(code: float, value: float, aux: float, met: float) -> str:
         return (f"{'seated' if met > 0.5 else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
                 f"offset {aux * 1e3:.2f} mm")
     return ""
-
-
-def _peg_figures(res: RunResult) -> dict:
-    """Insertion depth: the hole's top face (static z = 0) minus the peg's lowest axis point."""
-    body, shape = res.model.bodies[0], res.model.shapes[0]
-    half = res.scen.moving_dims["length"] / 2
-    R = res.final.R_wb[0]
-    bottom_w = res.final.p_w[0] + R @ (np.array([0.0, 0.0, -half]) - body.com_part)
-    bottom_s = shape.R_ws.T @ (bottom_w - shape.p_ws)
-    return {"insertion_depth_m": float(-bottom_s[2])}
-
-
-def _bolting_figures(res: RunResult, revolutions: float = 3.0) -> dict:
-    """Advance per revolution over `revolutions` turns from the moment the nut is engaged.
-
-    Engaged: the nut's lower face is at least one pitch below the bolt's end, so a full turn
-    of thread is in mesh.  Advance is measured along -z (fastening) per turn of rotation.
-    """
-    sc = res.scen
-    p = sc.static_dims["p"]
-    h = sc.moving_dims["height"]
-    top = sc.static_dims["length"]
-    z = np.array(res.p_w)[:, 2] - res.model.bodies[0].com_part[2]        # nut frame centre height
-    rot = np.array(res.rot_axis)
-    engaged = np.nonzero(z - h / 2 <= top - p)[0]
-    out = {"engaged_at_s": None, "advance_per_rev_m": None, "revolutions_measured": 0.0}
-    if engaged.size == 0:
-        return out
-    i0 = int(engaged[0])
-    turned = np.abs(rot - rot[i0]) / (2 * math.pi)
-    out["engaged_at_s"] = float(res.t[i0])
-    after = np.nonzero(turned >= revolutions)[0]
-    i1 = int(after[0]) if after.size else len(rot) - 1
-    out["revolutions_measured"] = float(turned[i1])
-    if turned[i1] > 0:
-        out["advance_per_rev_m"] = float((z[i0] - z[i1]) / turned[i1])
-    return out
 
 
 # --- scenes: several scenarios' parts in one world -------------------------------------------

@@ -1,0 +1,58 @@
+"""The table of scenario builders: ``TASKS[cfg["scenario"]["task"]]`` builds the world.
+
+Each entry is a ``Task`` -- the functions that turn a validated config into its world, its
+parts' dimensions, its task figure, and the meshes the view draws when the parts are
+generated rather than asset files.  ``scenario.build``, ``scenario.record``,
+``scenario.task_figures``, the view (``app/view/session.py``) and the tests go through this
+table; none of them names a task to pick a builder.
+
+Adding a scenario kind: write its builder module next to ``mesh_parts`` and ``docking``
+(importing ``common`` for the shared pieces, never ``scenario`` or this table, so the package
+keeps its import graph free of cycles: ``tests/sim_core/scenarios/test_scenario_table.py``),
+add its ``Task`` here and its name to ``scenario.task``'s choices in ``config.SCHEMA``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim_core.scenarios import docking, mesh_parts
+
+
+@dataclass(frozen=True)
+class Task:
+    """One scenario kind.  `cfg` is a validated config, `src` the file it came from (for
+    one-line errors), `res` a ``scenario.RunResult``."""
+    build: Callable            # (cfg, src) -> (Model, State): the world and its start (``step.start``-ed)
+    dims: Callable             # (cfg, src) -> (static dims, moving dims): dicts of the parts' dimensions, m
+    figures: Callable          # (res) -> dict: the task figure, with ``task_target`` (text) and
+                               # ``task_target_met`` (bool)
+    set_point: Callable | None = None  # (cfg, src) -> (3,) m: the COM from the point that [start] and
+                               # [[waypoints]] positions name, part axes; None: they name the COM
+    meshes: Callable | None = None     # (cfg, src) -> {part name: mesh}: generated meshes the view
+                               # draws; None: the parts' meshes are asset files (assets/parts)
+
+
+def _docking_dims(cfg: dict, src: str) -> tuple[dict, dict]:
+    return docking.dims(*docking.parts(cfg, src))
+
+
+TASKS: dict[str, Task] = {
+    "bolting": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.bolting_figures),
+    "peg_in_hole": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.peg_figures),
+    "docking": Task(build=docking.build, dims=_docking_dims, figures=docking.task_figures,
+                    set_point=docking.com_part, meshes=docking.meshes),
+}
+
+
+def task(cfg: dict) -> Task:
+    """The table's entry of a validated config (its ``scenario.task``)."""
+    return TASKS[cfg["scenario"]["task"]]
+
+
+def set_point_offset(cfg: dict, src: str = "<config>") -> np.ndarray:
+    """(3,) m, part axes: what to add (rotated) to a configured position to get the COM."""
+    t = task(cfg)
+    return np.zeros(3) if t.set_point is None else np.asarray(t.set_point(cfg, src), dtype=np.float64)
