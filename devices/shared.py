@@ -2,7 +2,7 @@
 
 The OpenGL view lives in the main process, the haptic loop in its own; the main process runs
 the ``KeyboardDevice`` state machine on the window's events and publishes its samples into a
-seqlock slot (``app.shm.SeqSlot``); this device reads that slot in the haptic process without
+seqlock slot (``sim_core.io.shm.SeqSlot``); this device reads that slot in the haptic process without
 ever waiting on the writer (``try_read``: on a collision it keeps the previous sample).
 Layout of the slot: t, p (3), q (4), v (3), w (3), buttons.
 """

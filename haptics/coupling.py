@@ -39,8 +39,8 @@ the proxy port (a wrench F - B V+ for the proxy's PMI step).  Per tick, in this 
    operator force (a device with a force sensor) C3 is the channel that makes the proxy's
    contact force follow the hand.
    The proxy side is evaluated at the tick's midpoint, as the drive of the physics loop
-   (sim_core.drive): F0 - B_p V+ with B_p = (1 - c3)(K T/4 + B/2) -- implicit and passive for
-   any stiffness.
+   (sim_core.dynamics.blocks.drive_terms): F0 - B_p V+ with B_p = (1 - c3)(K T/4 + B/2) --
+   implicit and passive for any stiffness.
    3a. **Rotational slip.**  The rotation error is the shortest rotation from the proxy to
    the handle (``log_so3``), so it turns round as the handle passes 180 deg from a blocked
    proxy: a keyboard session held a docking plate at the torque limit, the error passed
@@ -416,7 +416,7 @@ def coupling_kernel(P, S, p_dev, R_dev, v_dev, w_dev, clutch, p_p, R_p, V_p, W_e
     meas[:3] = (Rm @ (P.device_mass * a_dev - f[:3])) / P.scale
     meas[3:] = -(Rm @ f[3:]) / P.rot_scale
     S.f_est[:] = S.f_est + P.est_alpha * (meas - S.f_est)
-    # proxy side: midpoint spring-damper (sim_core.drive form) + C3 feed-forward
+    # proxy side: midpoint spring-damper (dynamics.blocks.drive_terms form) + C3 feed-forward
     Bd = P.K * (T / 4.0) + P.B / 2.0
     F0 = P.K * e + (P.K * (T / 2.0) + P.B) * V_h - Bd * V_p
     F = (1.0 - P.c3) * F0

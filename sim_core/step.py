@@ -11,7 +11,7 @@ It reads as its stages:
 4. **C-space** -- the pair's C-space constraint row, when a network is configured (``cspace``);
 5. **blocks** -- every body's PMI block, the arm folded in (``dynamics.assemble``);
 6. **solving** -- the configured solver on the Delassus operator of the contacts, island by
-   island (``contact_solve.SOLVERS``, ``islands``);
+   island (``contact.solvers.SOLVERS``, ``islands``);
 7. **integration** -- poses and the arm's joints (``dynamics.integrate``).
 
 ``dt`` is an argument (the model's is only the default), so a variable step needs nothing else.

@@ -71,7 +71,7 @@ def bolting_snapshot(t: float = 2.1, with_arm: bool = False) -> Snapshot:
 
 def complete_snapshot(model, state, static: str, moving: str) -> Snapshot:
     """A frame of the complete simulation (a ``types.State`` with the arm): the static and the
-    moving part (mesh names) and the arm's solids (``sim_core.robot.visual``)."""
+    moving part (mesh names) and the arm's solids (``sim_core.systems.arm.visual``)."""
     from sim_core.systems.arm.visual import arm_solids
     shape = model.shapes[0]
     p_mesh = state.p_w[0] - state.R_wb[0] @ model.bodies[0].com_part       # the mesh frame's origin

@@ -14,7 +14,7 @@ with e_k = [p_set - p (world); log(R^T R_set) (body)].  Linear in V+: F0 - B V+ 
     B = K T/4 + D/2,    F0 = K e_k + (K T/2 + D) V_set - B V_k  (+ the external wrench).
 
 **The arm** (seed 000 Sec. V.A, V.D; ``ArmSystem``): the Panda's tool follows the held body's
-set pose by admittance control (``robot.control``); the grasp is a stiff potential between the
+set pose by admittance control (``systems.arm.control``); the grasp is a stiff potential between the
 tool frame and the body's grasp frame, psi = 1/2 e^T K_c e with e the pose error tool - grasp
 (world axes), in the PMI potential-action form of seed 002 eq. (2): its force is evaluated at
 the step's midpoint, so it is linear in both velocities at k+1, stable at any stiffness, and

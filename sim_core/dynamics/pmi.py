@@ -24,7 +24,7 @@ drifts 22 % over 1e5 steps and the flip period is 78 % off).  Derivation of the 
 Pi = J w, so J w_m = (Pi + Pi+)/2.  With the Coriolis point w_bar = c w_m the torque-free
 angular rows read  Pi+ - Pi = -T c w_m x (Pi + Pi+)/2, i.e.
     Pi+ = (I + T c/2 S(w_m))^-1 (I - T c/2 S(w_m)) Pi = cay(-T c w_m) Pi,
-cay(a) = (I - S(a)/2)^-1 (I + S(a)/2) the Cayley map (an exact rotation, ``math3d.cayley``).
+cay(a) = (I - S(a)/2)^-1 (I + S(a)/2) the Cayley map (an exact rotation, ``so3.cayley``).
 For c = 1 (the midpoint Euler equation  J (w+ - w)/T + w_m x (J w_m) = tau)  the rotation
 update R+ = R cay(T w_m) would conserve the world momentum:  R+ Pi+ = R cay(T w_m) cay(-T w_m)
 Pi = R Pi.  Since exp(S(a)) = cay(tan(|a|/2) / (|a|/2) a), the choice c = s makes cay(T s w_m) =

@@ -33,7 +33,7 @@ R_alpha is linear (``_section`` walks them inside a z' window).
     knot, crossing curve), so that P and (Q - P)/|Q - P| are exact there too.
   * sign: negative iff 0 <= z <= L and rho <= R(theta, z); gradient sign * (Q - P)/|Q - P| at
     edges, the face's analytic normal when P lies inside a face (exact, no 1/d noise).
-Checked against a plain-NumPy implementation with dense scanning (tests/test_sdf.py), a
+Checked against a plain-NumPy implementation with dense scanning (tests/sim_core/geometry/test_sdf.py), a
 much denser variant of this search, fine meshes and closed forms: distances agree to
 ~1e-16 m, gradients to ~1e-8.
 

@@ -107,7 +107,7 @@ class LogWriter:
         self.flush()
 
     def physics_record(self, r: np.ndarray) -> None:
-        """The same messages from a packed ``layout.PHYS`` record (the logger process)."""
+        """The same messages from a packed ``records.PHYS`` record (the logger process)."""
         from sim_core.io.records import PHYS, STAGE_NAMES
         self.steps += 1
         f = PHYS.unpack(r)

@@ -1,5 +1,5 @@
 """One way to open an MCAP file of JSON messages under JSON Schemas (session logs in
-``app.log``, wrench data in ``wrench_data``): the writer, and one channel per topic."""
+``sim_core.io.log``, wrench data in ``wrench_data``): the writer, and one channel per topic."""
 from __future__ import annotations
 
 import json

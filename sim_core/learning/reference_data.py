@@ -3,7 +3,7 @@
 Stands in for the seed's F/T experiments (seed 000 Sec. V.A): the moving part alone, driven
 by the scenario's spring-damper drive toward human-like set-pose motions, simulated with
 every contact node (no clustering), the exact SDF, T = 1 ms and a tight SOR tolerance.  Each
-step writes a ``/wrench_sample`` (``sim_core.wrench_data``): the part's pose and twist, the
+step writes a ``/wrench_sample`` (``sim_core.learning.wrench_data``): the part's pose and twist, the
 drive's wrench as ``f_ext`` and the contact wrench the solver found as ``wrench``.
 
 Motions, one per episode, seeded by (seed, episode):
@@ -180,7 +180,7 @@ def generate(task: str, out, steps: int, seed: int = 0, progress=None, parts: tu
     with WrenchWriter(out, task, cfg["parts"]["static"], cfg["parts"]["moving"], DT,
                       "reference simulation: every contact node, exact SDF, T = 1 ms, "
                       f"SOR tolerance {HIFI['sor_tolerance']} N",
-                      seed=int(seed), generator="sim_core.reference_data") as writer:
+                      seed=int(seed), generator="sim_core.learning.reference_data") as writer:
 
         def write(k, rows):               # in episode order, whichever finished first
             for r in rows:

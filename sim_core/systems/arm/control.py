@@ -3,8 +3,8 @@
 The controller makes the tool behave as a mass-spring-damper around the set pose: the
 arm's own Cartesian inertia, a spring K and a damper D on the pose error (world axes),
     tau = J^T [K e + D (V_set - J qd)] - d_null qd,
-evaluated at the step's midpoint like the part's drive (``sim_core.drive``), so that a stiff
-controller stays stable at T = 10 ms:  e(t_k+1/2) ~ e_k + T/2 (V_set - J qd_mid).  That is
+evaluated at the step's midpoint like the part's drive (``dynamics.blocks.drive_terms``), so
+that a stiff controller stays stable at T = 10 ms:  e(t_k+1/2) ~ e_k + T/2 (V_set - J qd_mid).  That is
 linear in qd_k+1 and enters the arm's PMI system as tau0 - B qd_k+1.
 
 Limits, as an active set over a few solves:

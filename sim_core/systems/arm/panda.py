@@ -66,7 +66,7 @@ def urdf_text(gripper_joint: bool) -> str:
     """The arm's URDF: 7 revolute joints, and the gripper on an 8th continuous joint
     (`gripper_joint`) or fixed to the flange."""
     name = "panda_gripper" if gripper_joint else "panda"
-    out = [f'<?xml version="1.0"?>\n<!-- tightsim: Franka Emika Panda, sim_core/robot/panda.py -->\n'
+    out = [f'<?xml version="1.0"?>\n<!-- tightsim: Franka Emika Panda, sim_core/systems/arm/panda.py -->\n'
            f'<robot name="{name}">\n  <link name="base"/>\n']
     parent = "base"
     for i, ((a, d, alpha), (m, c, inertia)) in enumerate(zip(DH, LINKS), start=1):

@@ -1,5 +1,5 @@
 """The arm's visual model: its links as simple solids sized from the kinematics, in the
-view's format (``app.view.Snapshot.arm``).  A capsule joins each pair of consecutive joint
+view's format (``app.view.window.Snapshot.arm``).  A capsule joins each pair of consecutive joint
 origins that lie apart (the DH offsets), with Panda-like radii shrinking toward the wrist;
 the gripper is a box at the flange.  Meshes a user supplies may replace them in the view.
 """
