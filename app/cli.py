@@ -135,11 +135,11 @@ def cmd_run(a) -> int:
             log.put("/config", 0.0, cfg)
             log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
                                       "physics": "step"})
-            log.part_state(state)
+            log.part_state(state, model.hand_body)
 
         def on_step(prev, inp, after, info):
             if log:
-                log.physics_step(prev, inp, after, info)
+                log.physics_step(prev, inp, after, info, model.hand_body)
             if compiling.kernels:
                 compiling.report(f"step {round(after.t / model.dt)} (t = {after.t:.2f} s, "
                                  f"{info.n_contacts} contact nodes)")

@@ -64,11 +64,12 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
     from sim_core import step as step_mod
     from sim_core.io.shm import SeqSlot
     from sim_core.scenarios import scenario
-    from sim_core.types import Inputs, State
+    from sim_core.types import State
 
     model, state, _ = scenario.load(scenario_name)
-    p0, R0 = state.p_w[0].copy(), state.R_wb[0].copy()
-    state = step_mod.start(model, State(0.0, p0, R0, np.zeros(6)))
+    h = model.hand_body                                   # the part the hand holds
+    p0, R0 = state.p_w[h].copy(), state.R_wb[h].copy()
+    state = step_mod.start(model, State(0.0, state.p_w.copy(), state.R_wb.copy(), np.zeros((model.n_bodies, 6))))
     script = events if isinstance(events, KeyScript) else KeyScript(events)
     kb = KeyboardDevice(**(keyboard_kw or {}))
     kb.open()
@@ -80,7 +81,7 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
         slot.write(pack_sample(kb.read(0.0)))
         dev = open_device(f"shared:{slot.name}")
         coupling = make_coupling(dev.capability, gains or {})
-        proxy = Proxy(model.bodies[0].mass, model.bodies[0].inertia_b, p0, R0)
+        proxy = Proxy(model.bodies[h].mass, model.bodies[h].inertia_b, p0, R0)
         lc = None
         next_frame = 0.0
         gap, fmax = np.inf, 0.0
@@ -97,17 +98,17 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
             fmax = max(fmax, float(np.linalg.norm(dev.last_wrench[:3])))
             if k % physics_ticks == 0:
                 V = proxy.V
-                inp = Inputs(proxy.p_w.copy(), proxy.R_wb.copy(), V[:3].copy(), proxy.R_wb @ V[3:])
+                inp = physics_loop.held_inputs(model, state, proxy.p_w, proxy.R_wb, V[:3], proxy.R_wb @ V[3:])
                 before = state
                 state, sinfo = step_mod.step(model, state, inp)
                 at, found = physics_loop.proxy_contacts(model, before, inp)
-                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model.contact.friction))
+                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model.contact.friction, h))
                 tr.t.append(state.t)
-                tr.part_p.append(state.p_w[0].copy())
-                tr.part_R.append(state.R_wb[0].copy())
-                tr.part_speed.append(float(np.linalg.norm(state.V[0, :3])))
+                tr.part_p.append(state.p_w[h].copy())
+                tr.part_R.append(state.R_wb[h].copy())
+                tr.part_speed.append(float(np.linalg.norm(state.V[h, :3])))
                 tr.part_pen.append(float(sinfo.max_penetration))
-                tr.contact_force.append(float(np.linalg.norm(sinfo.contact_wrench[0, :3])))
+                tr.contact_force.append(float(np.linalg.norm(sinfo.contact_wrench[h, :3])))
                 tr.proxy_p.append(proxy.p_w.copy())
                 tr.proxy_R.append(proxy.R_wb.copy())
                 tr.proxy_gap.append(gap)

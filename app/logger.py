@@ -101,7 +101,7 @@ def logger_main(spec: dict, cfg: dict, stop, go, started, producers_done, realti
     stats: dict = {}
     try:
         log.put("/config", 0.0, cfg)
-        log.part_state(start_state(spec))
+        log.part_state(start_state(spec), spec.get("hand", 0))
         log.flush()
         while not go.wait(0.05) and not stop.is_set():
             pass

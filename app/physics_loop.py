@@ -21,41 +21,69 @@ import numpy as np
 from app.loops import RateStats, sleep_until
 from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
-from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
+from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, TICK, pack_physics, snapshot_layout
 from sim_core.types import Inputs, State
 
 
-def proxy_inputs(v: np.ndarray) -> Inputs:
-    """Drive inputs from a proxy record: set pose = proxy pose, set twist = proxy twist."""
+def held_inputs(model, state: State, p_w, R_wb, v_w, w_w) -> Inputs:
+    """Every body's drive inputs when the hand holds ``model.hand_body`` at the set pose
+    (p_w, R_wb) with the set twist (v_w, w_w): the other bodies' set poses are where they are,
+    at rest (their drives hold them)."""
+    h = model.hand_body
+    p, R = state.p_w.copy(), state.R_wb.copy()
+    v, w = np.zeros_like(p), np.zeros_like(p)
+    p[h], R[h], v[h], w[h] = p_w, R_wb, v_w, w_w
+    return Inputs(p, R, v, w)
+
+
+def proxy_inputs(v: np.ndarray, model=None, state: State | None = None) -> Inputs:
+    """Drive inputs from a proxy record: the held body's set pose = proxy pose, set twist =
+    proxy twist (``held_inputs``; with no model: that body alone)."""
     R = PROXY.get(v, "R").reshape(3, 3)
     V = PROXY.get(v, "V")
-    return Inputs(PROXY.get(v, "p").copy(), R.copy(), V[:3].copy(), R @ V[3:])
+    if model is None:
+        return Inputs(PROXY.get(v, "p").copy(), R.copy(), V[:3].copy(), R @ V[3:])
+    return held_inputs(model, state, PROXY.get(v, "p"), R, V[:3], R @ V[3:])
 
 
-def local_contact_array(at: State, c, mu: float) -> np.ndarray:
-    """Contacts `c` of body 0, in the body frame of the pose `at` they were found at."""
+def local_contact_array(at: State, c, mu: float, body: int = 0) -> np.ndarray:
+    """The contacts `c` that push `body` (the held part), in its body frame at the pose `at`
+    they were found at; a contact whose other side is `body` is turned round (its normal
+    pushes `body`)."""
     if c is None or len(c) == 0:
         r_b = np.zeros((0, 3))
         n_w = np.zeros((0, 3))
         d = np.zeros(0)
     else:
-        r_b = (c.x_w - at.p_w[0]) @ at.R_wb[0]
-        n_w, d = c.n_w, c.d
+        mine, theirs = c.bodies() == body, c.others() == body
+        if mine.all():
+            x_w, n_w, d = c.x_w, c.n_w, c.d
+        else:
+            x_w = np.concatenate([c.x_w[mine], c.x_w[theirs]])
+            n_w = np.concatenate([c.n_w[mine], -c.n_w[theirs]])
+            d = np.concatenate([c.d[mine], c.d[theirs]])
+        r_b = (x_w - at.p_w[body]) @ at.R_wb[body]
     keep = np.argsort(d, kind="stable")[:MAX_CONTACTS]          # the deepest, if ever more
-    return LocalContact(at.t, at.p_w[0], at.R_wb[0], r_b[keep], n_w[keep], d[keep], mu).to_array()
+    return LocalContact(at.t, at.p_w[body], at.R_wb[body], r_b[keep], n_w[keep], d[keep], mu).to_array()
 
 
 def proxy_contacts(model, state: State, inp: Inputs):
-    """(the proxy's state, the contacts at it): detection and clustering at the set pose the
-    haptic side holds, with its twist."""
-    V_at = np.concatenate([inp.v_set_w[0], inp.R_set_w[0].T @ inp.w_set_w[0]])
-    at = State(state.t, inp.p_set_w[0], inp.R_set_w[0], V_at)
+    """(the proxy's state, the contacts at it): detection and clustering with the held body
+    (``model.hand_body``) at the set pose the haptic side holds, with its twist, and every
+    other body where it is."""
+    h = model.hand_body
+    V_at = state.V.copy()
+    V_at[h] = np.concatenate([inp.v_set_w[h], inp.R_set_w[h].T @ inp.w_set_w[h]])
+    P, R = state.p_w.copy(), state.R_wb.copy()
+    P[h], R[h] = inp.p_set_w[h], inp.R_set_w[h]
+    at = State(state.t, P, R, V_at)
     return at, step_mod.collide(model, at, model.dt).contacts
 
 
 def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | None = None) -> np.ndarray:
-    """The render loop's snapshot of a step; ``task``: the live task figure's fields
-    (``scenario.LiveFigures.fields``), none (zeros: no figure) without one."""
+    """The render loop's snapshot of a step (``records.snapshot_layout``: every body's pose);
+    ``task``: the live task figure's fields (``scenario.LiveFigures.fields``), none (zeros: no
+    figure) without one."""
     m = 0 if info.contacts is None else min(len(info.contacts), MAX_CONTACTS)
     x = np.zeros((MAX_CONTACTS, 3))
     f = np.zeros((MAX_CONTACTS, 3))
@@ -64,7 +92,7 @@ def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | 
         f[:m] = info.forces_w[:m]
     q = np.zeros(ARM_NQ)
     q[:st.q.size] = st.q
-    return SNAPSHOT.pack(t=st.t, p=st.p_w[0], R=st.R_wb[0], n=m, x=x, f=f, rate=stats.rate(),
+    return snapshot_layout(st.p_w.shape[0]).pack(t=st.t, p=st.p_w, R=st.R_wb, n=m, x=x, f=f, rate=stats.rate(),
                          step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
                          steps=stats.count, nq=st.q.size, q=q, **(task or {}))
 
@@ -117,13 +145,15 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         late = sleep_until(t0 + k * T, clock=clock)
         start = clock()
         seq, v = proxy_slot.read(buf)
-        inp = proxy_inputs(v) if seq else None
-        if inp is None:                       # no proxy yet: hold the part where it is
-            inp = Inputs(state.p_w[0].copy(), state.R_wb[0].copy(), np.zeros(3), np.zeros(3))
+        if seq:
+            inp = proxy_inputs(v, model, state)
+        else:                                 # no proxy yet: hold the part where it is
+            h = model.hand_body
+            inp = held_inputs(model, state, state.p_w[h], state.R_wb[h], np.zeros(3), np.zeros(3))
         before = state
         state, info = step_mod.step(model, state, inp)
         at, found = proxy_contacts(model, before, inp)
-        contact_slot.write(local_contact_array(at, found, model.contact.friction))
+        contact_slot.write(local_contact_array(at, found, model.contact.friction, model.hand_body))
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)
@@ -131,9 +161,9 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
             task.update(before, state)
         snap_slot.write(snapshot_array(state, info, stats, misses, None if task is None else task.fields()))
         if phys_ring is not None:
-            phys_ring.put(pack_physics(before, inp, state, info, rec))
+            phys_ring.put(pack_physics(before, inp, state, info, rec, model.hand_body))
         if log is not None:
-            log.physics_step(before, inp, state, info)
+            log.physics_step(before, inp, state, info, model.hand_body)
             log_ticks(log, ring.drain())
         if on_step is not None:
             on_step(before, inp, state, info)

@@ -54,10 +54,10 @@ def replay(log: Log, verify: bool = False):
         raise LogError(f"{log.path}: incomplete log: {describe_losses(gaps)}; not replayed")
     from dataclasses import replace
 
-    from sim_core.config import validate
+    from app.physics_loop import held_inputs
+    from sim_core.config import MAX_DT, validate
     from sim_core.scenarios import scenario
     from sim_core.step import step
-    from sim_core.types import Inputs
 
     cfg_msgs = log.messages("/config")
     if not cfg_msgs:
@@ -81,9 +81,12 @@ def replay(log: Log, verify: bool = False):
     parts = [checked(log, "/part_state", k, m) for k, (_, m) in enumerate(parts)]
     arms = [checked(log, "/arm_state", k, m, arm_sizes) for k, (_, m) in enumerate(arms)] if model.arm else []
     # the first /part_state (and /arm_state) is the initial state, written before the first step
-    first = parts[0]
-    state = replace(state0, t=float(first["t"]), p_w=first["p_w"][None], R_wb=first["R_wb"].reshape(1, 3, 3),
-                    V=first["V"][None])
+    # the log holds the held part (Model.hand_body); every other body starts where the
+    # scenario builds it and is held there, as the physics loop does (physics_loop.held_inputs)
+    first, h = parts[0], model.hand_body
+    P, R, V = state0.p_w.copy(), state0.R_wb.copy(), np.zeros_like(state0.V)
+    P[h], R[h], V[h] = first["p_w"], first["R_wb"].reshape(3, 3), first["V"]
+    state = replace(state0, t=float(first["t"]), p_w=P, R_wb=R, V=V)
     if arms:
         state = replace(state, q=arms[0]["q"], qd=arms[0]["qd"])
     err_p = err_v = 0.0
@@ -91,15 +94,19 @@ def replay(log: Log, verify: bool = False):
     for k, (_, raw) in enumerate(inputs):
         m = checked(log, "/physics_input", k, raw)
         dt = raw.get("dt") if isinstance(raw, dict) else None
-        if dt is not None and not (isinstance(dt, (int, float)) and 0.0 < dt < 1.0):
-            raise LogError(f"{log.path}: /physics_input[{k}]: dt {dt!r} is not a step length in (0, 1) s")
-        inp = Inputs(m["p_set_w"], m["R_set_w"].reshape(3, 3), m["v_set_w"], m["w_set_w"], m["f_ext"])
+        if dt is not None and not (isinstance(dt, (int, float)) and 0.0 < dt <= MAX_DT):
+            raise LogError(f"{log.path}: /physics_input[{k}]: dt {dt!r} is not a step length in (0, {MAX_DT:g}] s")
+        inp = held_inputs(model, state, m["p_set_w"], m["R_set_w"].reshape(3, 3), m["v_set_w"], m["w_set_w"])
+        if m["f_ext"] is not None:
+            f = np.zeros((model.n_bodies, 6))
+            f[h] = m["f_ext"]
+            inp = replace(inp, f_ext=f)
         state, _ = step(model, state, inp, dt)
         n += 1
         if verify and k + 1 < len(parts):
             ref = parts[k + 1]
-            err_p = _worse(err_p, state.p_w[0] - ref["p_w"], state.R_wb[0].ravel() - ref["R_wb"])
-            err_v = _worse(err_v, state.V[0] - ref["V"])
+            err_p = _worse(err_p, state.p_w[h] - ref["p_w"], state.R_wb[h].ravel() - ref["R_wb"])
+            err_v = _worse(err_v, state.V[h] - ref["V"])
             if k + 1 < len(arms):
                 err_p = _worse(err_p, state.q - arms[k + 1]["q"])
                 err_v = _worse(err_v, state.qd - arms[k + 1]["qd"])

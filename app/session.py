@@ -35,7 +35,7 @@ import numpy as np
 
 from app.events import ROOT, as_message, event, process_logger
 from app.loops import child_signals, sleep_until, start_up_done, try_realtime, wait_for_go
-from sim_core.io.records import PHYS, PROXY, SNAPSHOT, TICK
+from sim_core.io.records import PHYS, PROXY, TICK, snapshot_layout
 from sim_core.io.shm import Ring, RingWriter, SeqSlot, StopFlag
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks (2.8 MB); the logger drains every 20 ms
@@ -78,15 +78,30 @@ class SessionResult:
                 self.fault, fault = msg[2], True
 
 
+def _with_hand_at(state, h: int, p0, R0):
+    """The built start's bodies at rest, the held one (`h`) at (p0, R0): what ``step.start``
+    solves the arm's configuration for."""
+    from sim_core.types import State
+    P, R = state.p_w.copy(), state.R_wb.copy()
+    P[h], R[h] = p0, R0
+    return State(0.0, P, R, np.zeros((len(P), 6)))
+
+
 def _arm_start(model, st) -> dict:
     return {"q0": st.q.tolist(), "qd0": st.qd.tolist()}
 
 
 def start_state(spec: dict):
-    """The session's start: the part at the spec's pose at rest, and the arm (if any) at the
-    configuration the main process solved for it (``q0``), so the physics and the log agree."""
+    """The session's start: the held part (``spec["hand"]``, ``Model.hand_body``) at the
+    spec's pose (``p0``, ``R0``), every other body at its built start (``bodies_p0``,
+    ``bodies_R0``), all at rest, and the arm (if any) at the configuration the main process
+    solved for it (``q0``), so the physics and the log agree."""
     from sim_core.types import State
-    return State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6),
+    h = spec.get("hand", 0)
+    P = np.array(spec.get("bodies_p0", [spec["p0"]]), dtype=np.float64).reshape(-1, 3)
+    R = np.array(spec.get("bodies_R0", [spec["R0"]]), dtype=np.float64).reshape(-1, 3, 3)
+    P[h], R[h] = spec["p0"], spec["R0"]
+    return State(0.0, P, R, np.zeros((len(P), 6)),
                  q=np.array(spec["q0"], dtype=np.float64), qd=np.array(spec["qd0"], dtype=np.float64))
 
 
@@ -103,12 +118,12 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     from sim_core.scenarios import scenario
     numba.set_num_threads(PHYSICS_THREADS)
     from sim_core import step as step_mod
-    from sim_core.types import Inputs
     model, _, cfg = scenario.load(spec["scenario"])
     state = start_state(spec)
+    h = model.hand_body
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
-    snap = SeqSlot(SNAPSHOT.size, name=spec["snapshot"], create=False)
+    snap = SeqSlot(snapshot_layout(model.n_bodies).size, name=spec["snapshot"], create=False)
     phys_ring = Ring(PHYS.size, spec["phys_ring_capacity"], name=spec["phys_ring"], create=False)
     writer = (RingWriter(phys_ring, PHYS.slices["seq"].start,
                          spec.get("spill_limits", {}).get("physics", int(SPILL_LIMIT_S / model.dt)))
@@ -116,15 +131,15 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     trace = {"t": [], "p_w": [], "rot": [], "max_pen": [], "mean_pen": [], "force": [], "step": []}
     rot = [0.0]
 
-    def record(before, inp, after, info):
-        w_mid = 0.5 * (before.R_wb[0] @ before.V[0, 3:] + after.R_wb[0] @ after.V[0, 3:])
+    def record(before, inp, after, info):         # the held part's trajectory
+        w_mid = 0.5 * (before.R_wb[h] @ before.V[h, 3:] + after.R_wb[h] @ after.V[h, 3:])
         rot[0] += (after.t - before.t) * float(w_mid[2])
         trace["t"].append(after.t)
-        trace["p_w"].append(after.p_w[0].tolist())
+        trace["p_w"].append(after.p_w[h].tolist())
         trace["rot"].append(rot[0])
         trace["max_pen"].append(info.max_penetration)
         trace["mean_pen"].append(info.mean_penetration)
-        trace["force"].append(float(np.linalg.norm(info.contact_wrench[0, :3])))
+        trace["force"].append(float(np.linalg.norm(info.contact_wrench[h, :3])))
         trace["step"].append(sum(info.times.values()))
 
     try:
@@ -134,11 +149,14 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
         # jammed, with none missed once warm); the probe steps are thrown away
         from dataclasses import replace as _replace
         scen = scenario.record(cfg)
-        for inp in (Inputs(state.p_w[0], state.R_wb[0], np.zeros(3), np.zeros(3)),
-                    scenario.inputs_at(scen, scen.duration)):
+        last = scenario.inputs_at(scen, scen.duration)
+        for inp in (physics_loop.held_inputs(model, state, state.p_w[h], state.R_wb[h], np.zeros(3), np.zeros(3)),
+                    physics_loop.held_inputs(model, state, last.p_set_w[0], last.R_set_w[0], last.v_set_w[0],
+                                             last.w_set_w[0])):
             probe = _replace(state, p_w=inp.p_set_w.copy(), R_wb=inp.R_set_w.copy())
             step_mod.step(model, probe, inp)
-            physics_loop.local_contact_array(*physics_loop.proxy_contacts(model, probe, inp), model.contact.friction)
+            physics_loop.local_contact_array(*physics_loop.proxy_contacts(model, probe, inp), model.contact.friction,
+                                             h)
         if spec.get("realtime", True):
             # after the start-up (numba, scenario), below the haptic loop (80) but above
             # rendering: a frame may wait, a physics step not
@@ -156,7 +174,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
             writer.close()                   # the spill goes into the ring as the logger takes it
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
-                 "final": {"p_w": res["final"].p_w[0].tolist(), "R_wb": res["final"].R_wb[0].tolist(),
+                 "final": {"p_w": res["final"].p_w[h].tolist(), "R_wb": res["final"].R_wb[h].tolist(),
                            "q": res["final"].q.tolist()},
                  "dropped": phys_ring.dropped if writer is not None else 0,
                  "spilled": writer.spilled if writer is not None else 0})
@@ -266,17 +284,18 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     from haptics.local_contact import PACKED_SIZE
     from sim_core import step as step_mod
     from sim_core.scenarios import scenario
-    from sim_core.types import State
     limit = startup_limit() if startup_timeout is None else float(startup_timeout)
     model, state, cfg = scenario.load(scenario_name)
     scen = scenario.record(cfg)
-    p0, R0 = state.p_w[0], state.R_wb[0]
+    h = model.hand_body                      # the part the hand holds: the proxy's
+    p0, R0 = state.p_w[h], state.R_wb[h]
     if device.startswith("scripted:"):
         dev = open_device(device)
         p0 = scripted_start(scen, R0, dev.read(0.0).p)
         dev.close()
     ctx = mp.get_context("spawn")
-    slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE), "snapshot": SeqSlot(SNAPSHOT.size)}
+    slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE),
+             "snapshot": SeqSlot(snapshot_layout(model.n_bodies).size)}
     keyboard = None
     device_label = device
     script = None
@@ -295,6 +314,8 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         device = f"shared:{slots['input'].name}"
         if on_frame is not None and hasattr(on_frame, "bind_keyboard"):
             on_frame.bind_keyboard(keyboard)
+    if on_frame is not None and hasattr(on_frame, "bind_model"):
+        on_frame.bind_model(model)                 # the view draws this world's bodies and shapes
     ring = Ring(TICK.size, rings[0])
     phys_ring = Ring(PHYS.size, rings[1])
     slots["proxy"].write(PROXY.pack(t=0.0, p=p0, R=R0, V=np.zeros(6)))
@@ -304,8 +325,9 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     spec = {k: s.name for k, s in slots.items()}
     spec.update(ring=ring.name, ring_capacity=rings[0], phys_ring=phys_ring.name, phys_ring_capacity=rings[1],
                 device=device, device_label=device_label, scenario=scenario_name,
-                mass=model.bodies[0].mass, inertia=model.bodies[0].inertia_b.tolist(), p0=list(p0),
-                R0=np.asarray(R0).tolist(), **_arm_start(model, step_mod.start(model, State(0.0, p0, R0, np.zeros(6)))),
+                mass=model.bodies[h].mass, inertia=model.bodies[h].inertia_b.tolist(), p0=list(p0),
+                R0=np.asarray(R0).tolist(), hand=h, bodies_p0=state.p_w.tolist(), bodies_R0=state.R_wb.tolist(),
+                **_arm_start(model, step_mod.start(model, _with_hand_at(state, h, p0, R0))),
                 gains=gains or {}, log=log_path, headless=on_frame is None, realtime=realtime,
                 physics_stalls=[list(s) for s in physics_stalls],
                 haptic_stalls=[list(s) for s in haptic_stalls],
@@ -335,7 +357,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
     phys.start()
     hapt.start()
     t0 = time.perf_counter()
-    snap_buf, prox_buf = np.empty(SNAPSHOT.size), np.empty(PROXY.size)
+    snap_buf, prox_buf = np.empty(slots["snapshot"].size), np.empty(PROXY.size)
     frame = 0
     phys_out = None
     try:

@@ -118,6 +118,9 @@ class Model:
     arm: ArmSystem | None = None   # the Panda holding one body (None: drives only)
     gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s^2, world; zero: the
                                    # seed's (and a space servicer's) setting; the arm ignores it
+    hand_body: int = 0             # index in bodies of the part the hand holds in a session: the haptic
+                                   # proxy's part (its set pose is the proxy's), the one the arm grasps,
+                                   # the view's ghost; set by the scenario builder (scenarios/tasks.py)
 
     @property
     def n_bodies(self) -> int:

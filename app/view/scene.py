@@ -69,12 +69,12 @@ def bolting_snapshot(t: float = 2.1, with_arm: bool = False) -> Snapshot:
                     contacts=contacts, forces=forces, hud=hud)
 
 
-def complete_snapshot(model, state, static: str, moving: str) -> Snapshot:
-    """A frame of the complete simulation (a ``types.State`` with the arm): the static and the
-    moving part (mesh names) and the arm's solids (``sim_core.systems.arm.visual``)."""
+def complete_snapshot(model, state) -> Snapshot:
+    """A frame of the complete simulation (a ``types.State`` with the arm): every fixed shape
+    and every body (their names are their meshes'), and the arm's solids
+    (``sim_core.systems.arm.visual``)."""
     from sim_core.systems.arm.visual import arm_solids
-    shape = model.shapes[0]
-    p_mesh = state.p_w[0] - state.R_wb[0] @ model.bodies[0].com_part       # the mesh frame's origin
-    return Snapshot(t=state.t,
-                    parts=[(static, shape.p_ws, shape.R_ws, BOLT_RGBA), (moving, p_mesh, state.R_wb[0], NUT_RGBA)],
-                    arm=arm_solids(model.arm.arm, state.q))
+    parts = [(s.name, s.p_ws, s.R_ws, BOLT_RGBA) for s in model.shapes]
+    for b, p, R in zip(model.bodies, state.p_w, state.R_wb):
+        parts.append((b.name, p - R @ b.com_part, R, NUT_RGBA))        # from the mesh frame's origin
+    return Snapshot(t=state.t, parts=parts, arm=arm_solids(model.arm.arm, state.q))

@@ -1,7 +1,9 @@
-"""The render loop's body for a session: shared-memory records -> ``view.Snapshot`` -> frame.
+"""The render loop's body for a session: shared-memory records -> ``window.Snapshot`` -> frame.
 
-Reads the physics snapshot (simulated part, clustered contacts and their forces) and the
-haptic proxy record (proxy pose drawn as a ghost, device force, loop health) and draws them
+Reads the physics snapshot (every body of the world, ``records.snapshot_layout``, the clustered
+contacts and their forces) and the haptic proxy record (the proxy's pose, drawn as a ghost of
+the held part ``Model.hand_body``, device force, loop health) and draws them, every body's mesh
+at its pose and every fixed shape's at its own (``ViewWorld``),
 with the HUD: haptic, physics and render rates, device force, the session clock, the live
 task figure (advance per revolution, insertion depth, or seating: computed in the physics
 process by ``scenario.LiveFigures``, the batch summary's ``task_figures``), and a note when
@@ -20,10 +22,11 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.io.records import MAX_CONTACTS, PROXY, SNAPSHOT
+from sim_core.io.records import MAX_CONTACTS, PROXY, snapshot_layout
 
 STATIC_RGBA = (0.66, 0.68, 0.72, 1.0)
 MOVING_RGBA = (0.86, 0.66, 0.26, 1.0)
@@ -132,65 +135,84 @@ class SessionKeys:
         self.released = True
 
 
-def snapshot(sv: np.ndarray, pv: np.ndarray, static: str, moving: str, render_fps: float, arm=None,
-             com_part=None):
-    """The frame of a physics snapshot and a proxy record; `arm` (``systems.arm.arm.Arm``): draw it
-    at the configuration the physics has it in; `com_part` (3,) m: the moving part's centre
-    of mass in its mesh frame (the records hold the COM; the mesh is drawn from its origin)."""
+@dataclass(frozen=True)
+class ViewWorld:
+    """What the view draws of a world besides the snapshot's poses: each body's mesh and where
+    its centre of mass sits in the mesh frame (the records hold COM poses; a mesh is drawn from
+    its origin), each fixed shape's mesh and pose, and the body the hand holds (the ghost's)."""
+    bodies: tuple                  # ((mesh name, com_part (3,) m), ...) per body of the model
+    shapes: tuple                  # ((mesh name, p_ws (3,) m, R_ws (3,3)), ...) per fixed shape
+    hand: int = 0                  # index in bodies: Model.hand_body
+
+
+def view_world(model) -> ViewWorld:
+    """The ``ViewWorld`` of a ``types.Model`` (mesh names are the bodies' and shapes' names)."""
+    return ViewWorld(bodies=tuple((b.name, np.asarray(b.com_part, float)) for b in model.bodies),
+                     shapes=tuple((s.name, np.asarray(s.p_ws, float), np.asarray(s.R_ws, float))
+                                  for s in model.shapes),
+                     hand=int(model.hand_body))
+
+
+def snapshot(sv: np.ndarray, pv: np.ndarray, world: ViewWorld, render_fps: float, arm=None):
+    """The frame of a physics snapshot and a proxy record: every fixed shape, every body at
+    the snapshot's pose, the ghost of the held body at the proxy's; `arm`
+    (``systems.arm.arm.Arm``): draw it at the configuration the physics has it in."""
     from app.view.window import Snapshot
-    n = int(SNAPSHOT.get(sv, "n")[0])
-    x = SNAPSHOT.get(sv, "x").reshape(MAX_CONTACTS, 3)[:n]
-    f = SNAPSHOT.get(sv, "f").reshape(MAX_CONTACTS, 3)[:n]
+    lay = snapshot_layout(len(world.bodies))
+    n = int(lay.get(sv, "n")[0])
+    x = lay.get(sv, "x").reshape(MAX_CONTACTS, 3)[:n]
+    f = lay.get(sv, "f").reshape(MAX_CONTACTS, 3)[:n]
     period = float(PROXY.get(pv, "period")[0])
     f_dev = PROXY.get(pv, "device_wrench")[:3]
     hud = {
         "haptic": f"{1.0 / period:.0f} Hz" if period > 0 else "-",
-        "physics": f"{SNAPSHOT.get(sv, 'rate')[0]:.0f} Hz, step {SNAPSHOT.get(sv, 'step')[0] * 1e3:.1f} ms",
+        "physics": f"{lay.get(sv, 'rate')[0]:.0f} Hz, step {lay.get(sv, 'step')[0] * 1e3:.1f} ms",
         "render": f"{render_fps:.0f} fps",
         "force": f"{np.linalg.norm(f_dev):.2f} N",
         "clock": f"{PROXY.get(pv, 't')[0]:.1f} s",
     }
     from sim_core.scenarios.scenario import hud_text
-    task = hud_text(*(float(SNAPSHOT.get(sv, k)[0]) for k in ("task", "task_value", "task_aux", "task_met")))
+    task = hud_text(*(float(lay.get(sv, k)[0]) for k in ("task", "task_value", "task_aux", "task_met")))
     if task:
         hud["task"] = task
     if PROXY.get(pv, "realtime")[0] == 0.0:
         hud["note"] = "haptic loop without SCHED_FIFO (not permitted)"
-    com = np.zeros(3) if com_part is None else np.asarray(com_part, dtype=np.float64)
-    R_part = SNAPSHOT.get(sv, "R").reshape(3, 3).copy()
-    p_part = SNAPSHOT.get(sv, "p") - R_part @ com
+    P = lay.get(sv, "p").reshape(-1, 3)
+    R = lay.get(sv, "R").reshape(-1, 3, 3)
+    parts = [(name, p, R_ws, STATIC_RGBA) for name, p, R_ws in world.shapes]
+    for (name, com), p_b, R_b in zip(world.bodies, P, R):
+        parts.append((name, p_b - R_b @ com, R_b.copy(), MOVING_RGBA))
+    held, com = world.bodies[world.hand]
     R_ghost = PROXY.get(pv, "R").reshape(3, 3).copy()
     p_ghost = PROXY.get(pv, "p") - R_ghost @ com
     solids = []
-    nq = int(SNAPSHOT.get(sv, "nq")[0])
+    nq = int(lay.get(sv, "nq")[0])
     if arm is not None and nq:
         from sim_core.systems.arm.visual import arm_solids
-        solids = arm_solids(arm, SNAPSHOT.get(sv, "q")[:nq].copy())
-    return Snapshot(t=float(PROXY.get(pv, "t")[0]),
-                    parts=[(static, np.zeros(3), np.eye(3), STATIC_RGBA), (moving, p_part, R_part, MOVING_RGBA)],
-                    ghost=(moving, p_ghost, R_ghost),
+        solids = arm_solids(arm, lay.get(sv, "q")[:nq].copy())
+    return Snapshot(t=float(PROXY.get(pv, "t")[0]), parts=parts, ghost=(held, p_ghost, R_ghost),
                     contacts=x.copy(), forces=f.copy(), hud=hud, arm=solids)
 
 
-def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visible: bool = True):
+def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visible: bool = True,
+                  model=None):
     """An ``on_frame(snapshot_record, proxy_record)`` for ``session.run_session``; returns
-    False when the window is closed."""
+    False when the window is closed.  It draws the world of `model` (``on_frame.bind_model``
+    gives it later, as the session does; none by the first frame: the scenario's, built)."""
     from sim_core import config
     from sim_core.paths import scenario_path
     from sim_core.scenarios import tasks
     cfg = config.load(scenario_path(scenario_name))
-    static, moving = cfg["parts"]["static"], cfg["parts"]["moving"]
     arm = None
     if cfg["arm"]["robot"] == "panda":          # the view draws the arm where the physics has it
         from sim_core.systems.arm.arm import Arm
         arm = Arm(gripper_joint=cfg["arm"]["gripper"] == "turning", base_p=np.array(cfg["arm"]["base_position"]))
-    state = {"view": None, "last": None, "fps": 0.0, "keyboard": None}
-    meshes, com = {}, None
+    state = {"view": None, "last": None, "fps": 0.0, "keyboard": None,
+             "world": None if model is None else view_world(model)}
+    meshes = {}
     task = tasks.task(cfg)
     if task.meshes is not None:                 # generated parts (docking: from the [docking] geometry)
-        src = str(scenario_path(scenario_name))
-        meshes = task.meshes(cfg, src)
-        com = tasks.set_point_offset(cfg, src)
+        meshes = task.meshes(cfg, str(scenario_path(scenario_name)))
 
     def on_frame(sv, pv):
         from app.view.window import View
@@ -205,6 +227,9 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
             if kb is not None:          # mouse drags, scroll and keys drive the proxy
                 view.on_drag, view.on_scroll = kb.on_drag, kb.on_scroll
         view = state["view"]
+        if state["world"] is None:
+            from sim_core.scenarios import scenario
+            bind_model(scenario.load(scenario_name)[0])
         on_frame.keys.frame(PROXY.get(pv, "p"), PROXY.get(pv, "R").reshape(3, 3), PROXY.get(pv, "proxy_contact"))
         now = time.perf_counter()
         if state["last"] is not None:
@@ -215,11 +240,14 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         if view.close_requested or on_frame.keys.quit:
             view.close()
             return False
-        view.draw(snapshot(sv, pv, static, moving, state["fps"], arm, com))
+        view.draw(snapshot(sv, pv, state["world"], state["fps"], arm))
         return True
 
     def bind_keyboard(kb):
         state["keyboard"] = kb
+
+    def bind_model(m):
+        state["world"] = view_world(m)
 
     def close():
         if state["view"] is not None and not state["view"].close_requested:
@@ -227,5 +255,6 @@ def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visi
         state["view"] = None
 
     on_frame.bind_keyboard = bind_keyboard
+    on_frame.bind_model = bind_model
     on_frame.close = close
     return on_frame

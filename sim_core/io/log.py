@@ -100,10 +100,11 @@ class LogWriter:
                             data=json.dumps(msg).encode())
 
     # -- typed helpers -------------------------------------------------------------------
-    def physics_step(self, state_before, inp, state_after, info) -> None:
-        """Everything a physics step consumed and produced (replay needs the inputs)."""
+    def physics_step(self, state_before, inp, state_after, info, body: int = 0) -> None:
+        """Everything a physics step consumed and produced (replay needs the inputs), for the
+        held part `body` (``Model.hand_body``)."""
         from sim_core.io.records import pack_physics
-        self.physics_record(pack_physics(state_before, inp, state_after, info))
+        self.physics_record(pack_physics(state_before, inp, state_after, info, body=body))
         self.flush()
 
     def physics_record(self, r: np.ndarray) -> None:
@@ -132,10 +133,12 @@ class LogWriter:
         """Push what the writer has handed over (closed chunks) to the OS."""
         self._f.flush()
 
-    def part_state(self, st) -> None:
-        """The part (body 0) and the arm of a state: the start a replay begins from."""
-        self.put("/part_state", st.t, {"t": st.t, "p_w": st.p_w[0].tolist(), "R_wb": st.R_wb[0].ravel().tolist(),
-                                       "q_wb": matrix_to_quat(st.R_wb[0]).tolist(), "V": st.V[0].tolist()})
+    def part_state(self, st, body: int = 0) -> None:
+        """The held part (`body`: ``Model.hand_body``) and the arm of a state: the start a
+        replay begins from."""
+        b = body
+        self.put("/part_state", st.t, {"t": st.t, "p_w": st.p_w[b].tolist(), "R_wb": st.R_wb[b].ravel().tolist(),
+                                       "q_wb": matrix_to_quat(st.R_wb[b]).tolist(), "V": st.V[b].tolist()})
         if st.q.size:
             self.put("/arm_state", st.t, {"t": st.t, "q": st.q.tolist(), "qd": st.qd.tolist(), "tau": []})
 

@@ -34,17 +34,26 @@ ARM_NQ, ARM_NV = 9, 8      # the Panda's configuration (its infinite-turn grippe
 # haptic loop -> physics, render: the proxy and the loop's health (written every tick)
 PROXY = Layout(t=1, p=3, R=9, V=6, device_wrench=6, proxy_contact=6, energy=1, period=1, work=1,
                late=1, fault=1, realtime=1, ticks=1, device_p=3, device_q=4)
-# physics -> render: the simulated part and its contacts (written every physics step)
-SNAPSHOT = Layout(t=1, p=3, R=9, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, rate=1, step=1,
+
+
+def snapshot_layout(bodies: int = 1) -> Layout:
+    """physics -> render: every body's pose and the contacts (written every physics step),
+    sized by the world's body count: ``p`` (B*3) m, each body's COM (world), ``R`` (B*9),
+    each body's rotation (row-major, world from body); ``n`` contacts at ``x`` (m, world) with
+    forces ``f`` (N, world) on the bodies; the arm's configuration; the live task figure
+    (``scenario.LiveFigures`` / ``task_fields``, drawn by the HUD)."""
+    return Layout(t=1, p=3 * bodies, R=9 * bodies, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, rate=1, step=1,
                   max_pen=1, misses=1, steps=1, nq=1, q=ARM_NQ,
-                  # the live task figure (scenario.LiveFigures / task_fields), drawn by the HUD
                   task=1, task_value=1, task_aux=1, task_met=1)
+
+
+SNAPSHOT = snapshot_layout(1)        # a one-body world's (each shipped scenario's)
 # haptic loop -> logger: one record per tick
 # (``seq``: the record's number, stamped by ``shm.RingWriter`` so the logger finds any gap)
 TICK = Layout(t=1, dev_p=3, dev_q=4, dev_v=3, dev_w=3, buttons=1, p=3, R=9, V=6, device_wrench=6,
               energy=1, period=1, work=1, seq=1)
 # physics loop -> logger: one record per physics step (everything replay needs, bit-exact): the
-# inputs of the step and its length, the part (body 0) and the arm after it
+# inputs of the step and its length, the held part (``Model.hand_body``) and the arm after it
 STAGE_NAMES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
 PHYS = Layout(t=1, dt=1, p_set=3, R_set=9, v_set=3, w_set=3, f_ext=6, t_after=1, p=3, R=9, V=6, wrench=6,
               max_pen=1, n_contacts=1, n_clusters=1, fallback=1, times=len(STAGE_NAMES),
@@ -63,10 +72,12 @@ def arm_fields(st, info=None) -> dict:
     return out
 
 
-def pack_physics(before, inp, after, info, out: np.ndarray | None = None) -> np.ndarray:
-    return PHYS.pack(out, t=before.t, dt=info.dt, p_set=inp.p_set_w[0], R_set=inp.R_set_w[0],
-                     v_set=inp.v_set_w[0], w_set=inp.w_set_w[0], f_ext=inp.f_ext[0], t_after=after.t,
-                     p=after.p_w[0], R=after.R_wb[0], V=after.V[0], wrench=info.contact_wrench[0],
+def pack_physics(before, inp, after, info, out: np.ndarray | None = None, body: int = 0) -> np.ndarray:
+    """A ``PHYS`` record of a step: the inputs and the state of `body` (the held part)."""
+    b = body
+    return PHYS.pack(out, t=before.t, dt=info.dt, p_set=inp.p_set_w[b], R_set=inp.R_set_w[b],
+                     v_set=inp.v_set_w[b], w_set=inp.w_set_w[b], f_ext=inp.f_ext[b], t_after=after.t,
+                     p=after.p_w[b], R=after.R_wb[b], V=after.V[b], wrench=info.contact_wrench[b],
                      max_pen=info.max_penetration, n_contacts=info.n_contacts, n_clusters=info.n_clusters,
                      fallback=float(info.fallback), times=[info.times.get(k, 0.0) for k in STAGE_NAMES],
                      **arm_fields(after, info))

@@ -120,10 +120,10 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     g = np.array([0.0, 0.0, -GRAVITY]) if cfg["docking"]["gravity"] == "on" else np.zeros(3)
     model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "pins"),),
                   contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
-                  gravity=g)
+                  gravity=g, hand_body=0)                            # the plate
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
-        model = replace(model, arm=arm_system(cfg, K, D, body=0))
+        model = replace(model, arm=arm_system(cfg, K, D, body=model.hand_body))
     st = cfg["start"]
     R = set_rotation(math.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
     state = State(0.0, np.array(st["position"], dtype=np.float64) + R @ com, R, np.zeros(6))

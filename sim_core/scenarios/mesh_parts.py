@@ -115,10 +115,11 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                         inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
     K, D = drive_gains(cfg)
     model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
-                  contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
+                  contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
+                  hand_body=0)                                           # the one moving part
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
-        model = replace(model, arm=arm_system(cfg, K, D, body=0))
+        model = replace(model, arm=arm_system(cfg, K, D, body=model.hand_body))
     st = cfg["start"]
     yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
     state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))

@@ -399,7 +399,7 @@ def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
     model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=shapes, pairs=pairs,
                   contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
                                                          np.vstack([m.drive.D for m in models])),
-                  dt=models[0].dt)
+                  dt=models[0].dt, hand_body=0)          # a session's hand holds scenario 0's part
     start = State(0.0, np.vstack([s.p_w for s in starts]) + offsets, np.concatenate([s.R_wb for s in starts]),
                   np.vstack([s.V for s in starts]))
     return Scene(model, start, tuple(record(c) for c in cfgs), offsets)

@@ -322,7 +322,7 @@ def test_complete_simulation_frame_draws_the_arm(gl):
     view_mod, scene = gl
     from sim_core.scenarios import scenario
     model, full, _ = scenario.load("peg_in_hole")
-    snap = scene.complete_snapshot(model, full, "hole", "peg")
+    snap = scene.complete_snapshot(model, full)
     window = view_mod.View(W, H, visible=False)
     window.auto_fit = False
     window.camera.fit(np.array([-0.2, 0.0, 0.3]), 0.6)
@@ -346,6 +346,7 @@ def test_session_frame_draws_the_arm_where_the_physics_has_it():
     from app.loops import RateStats
     from app.physics_loop import snapshot_array
     from app.view.session import snapshot as session_snapshot
+    from app.view.session import view_world
     from sim_core.io.records import PROXY
     from sim_core.scenarios import scenario
     from sim_core.step import step
@@ -354,12 +355,12 @@ def test_session_frame_draws_the_arm_where_the_physics_has_it():
     st, info = step(model, state, scenario.inputs_at(scenario.record(cfg), state.t))
     sv = snapshot_array(st, info, RateStats(window=10), 0)
     pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6))
-    snap = session_snapshot(sv, pv, "hole", "peg", 60.0, model.arm.arm)
+    snap = session_snapshot(sv, pv, view_world(model), 60.0, model.arm.arm)
     want = arm_solids(model.arm.arm, st.q)
     assert len(snap.arm) == len(want) > 0
     for a, b in zip(snap.arm, want):
         assert a[0] == b[0] and np.allclose(a[1], b[1], rtol=0, atol=1e-12)
-    assert session_snapshot(sv, pv, "hole", "peg", 60.0, None).arm == []
+    assert session_snapshot(sv, pv, view_world(model), 60.0, None).arm == []
 
 
 # ------------------------------------------------------- the ghost and the overlays
@@ -561,6 +562,53 @@ def test_the_docking_session_draws_the_block_and_the_pin_plate(display):
             assert ((px[:, 0] - px[:, 2]) > 40).mean() > 0.35, px.mean(axis=0)   # between the ghost's stripes
         face = _patch(img, view.camera.project(np.array([0.0, -0.065, 0.0])), half=1).mean(axis=0)
         assert np.abs(face - _bg(view)).max() > 30 and face[2] >= face[0] - 10, face
+    finally:
+        on_frame.close()
+
+
+def test_the_session_view_draws_every_body_of_a_two_body_world(display):
+    """A world of two pegs in two holes (``scenario.scene``, as tests/sim_core/test_one_world.py):
+    the physics snapshot carries both bodies (``records.snapshot_layout`` sized by the body
+    count) and the session's render body draws each peg at its own pose and each hole at its
+    own place -- the second peg's pixels are the moving part's hue where it stands, the first
+    peg's too, and the second hole's top face is drawn.  (Before, the snapshot held body 0
+    and the view drew one part and one static shape at the origin.)"""
+    from app.loops import RateStats
+    from app.physics_loop import snapshot_array
+    from app.view.session import MOVING_RGBA, make_renderer
+    from sim_core import config
+    from sim_core import step as step_mod
+    from sim_core.io.records import PROXY, snapshot_layout
+    from sim_core.paths import scenario_path
+    from sim_core.scenarios import scenario
+    from sim_core.types import State
+    cfg = config.load(scenario_path("peg_in_hole"))
+    cfg["arm"]["robot"] = "off"
+    offset = np.array([0.2, 0.05, 0.0])
+    sc = scenario.scene([cfg, cfg], [np.zeros(3), offset])
+    m = sc.model
+    assert m.n_bodies == 2 and m.hand_body == 0
+    up = np.array([0.0, 0.0, 0.08])                     # both pegs 80 mm above their holes: all in view
+    st = step_mod.start(m, State(0.0, sc.start.p_w + up, sc.start.R_wb, np.zeros((2, 6))))
+    st, info = step_mod.step(m, st, scenario.scene_inputs(sc, 0.0))
+    sv = snapshot_array(st, info, RateStats(window=10), 0)
+    assert sv.size == snapshot_layout(2).size and np.array_equal(snapshot_layout(2).get(sv, "p"), st.p_w.ravel())
+    pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6))
+    on_frame = make_renderer("peg_in_hole", W, H, visible=False, model=m)
+    try:
+        assert on_frame(sv, pv) is True
+        view = on_frame.view
+        view.auto_fit = False
+        view.camera.fit(0.5 * (st.p_w[0] + st.p_w[1]) - np.array([0.0, 0.0, 0.04]), 0.35)
+        assert on_frame(sv, pv) is True
+        img = view.screenshot().astype(float)
+        assert MOVING_RGBA[0] - MOVING_RGBA[2] > 0.5
+        for i in (0, 1):                                 # each peg's middle: the moving part's hue
+            px = _patch(img, view.camera.project(st.p_w[i]), half=2)
+            assert ((px[:, 0] - px[:, 2]) > 40).mean() > 0.35, (i, px.mean(axis=0))
+        for p_hole in (np.zeros(3), offset):             # each hole's top face, beside its bore
+            face = _patch(img, view.camera.project(p_hole + np.array([0.0, -0.04, 0.0])), half=1).mean(axis=0)
+            assert np.abs(face - _bg(view)).max() > 30, face
     finally:
         on_frame.close()
 
