@@ -101,7 +101,7 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
                 before = state
                 state, sinfo = step_mod.step(model, state, inp)
                 at, found = physics_loop.proxy_contacts(model, before, inp)
-                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model.contact.friction))
+                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model))
                 tr.t.append(state.t)
                 tr.part_p.append(state.p_w[0].copy())
                 tr.part_R.append(state.R_wb[0].copy())

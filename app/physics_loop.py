@@ -21,6 +21,7 @@ import numpy as np
 from app.loops import RateStats, sleep_until
 from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
+from sim_core.contact import materials
 from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, SNAPSHOT, TICK, pack_physics
 from sim_core.types import Inputs, State
 
@@ -32,17 +33,19 @@ def proxy_inputs(v: np.ndarray) -> Inputs:
     return Inputs(PROXY.get(v, "p").copy(), R.copy(), V[:3].copy(), R @ V[3:])
 
 
-def local_contact_array(at: State, c, mu: float) -> np.ndarray:
-    """Contacts `c` of body 0, in the body frame of the pose `at` they were found at."""
+def local_contact_array(at: State, c, model) -> np.ndarray:
+    """Contacts `c` of body 0, in the body frame of the pose `at` they were found at, each with
+    the friction of its pair's material (``materials.per_contact``)."""
     if c is None or len(c) == 0:
         r_b = np.zeros((0, 3))
         n_w = np.zeros((0, 3))
-        d = np.zeros(0)
+        d = mu = np.zeros(0)
     else:
         r_b = (c.x_w - at.p_w[0]) @ at.R_wb[0]
         n_w, d = c.n_w, c.d
+        mu = materials.per_contact(model, c)[0]
     keep = np.argsort(d, kind="stable")[:MAX_CONTACTS]          # the deepest, if ever more
-    return LocalContact(at.t, at.p_w[0], at.R_wb[0], r_b[keep], n_w[keep], d[keep], mu).to_array()
+    return LocalContact(at.t, at.p_w[0], at.R_wb[0], r_b[keep], n_w[keep], d[keep], mu[keep]).to_array()
 
 
 def proxy_contacts(model, state: State, inp: Inputs):
@@ -123,7 +126,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         before = state
         state, info = step_mod.step(model, state, inp)
         at, found = proxy_contacts(model, before, inp)
-        contact_slot.write(local_contact_array(at, found, model.contact.friction))
+        contact_slot.write(local_contact_array(at, found, model))
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)
