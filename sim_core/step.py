@@ -185,15 +185,16 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
         cols = (6 * g[:, None] + np.arange(6)).ravel()
         rows = np.flatnonzero(local[on] >= 0)
         # the island as a world of its own: its bodies renumbered from 0
-        sub = Contacts(c.x_w[rows], c.n_w[rows], c.d[rows], None, local[on[rows]],
+        sub = Contacts(c.x_w[rows], c.n_w[rows], c.d[rows], None if c.idx is None else c.idx[rows], local[on[rows]],
                        np.where(other[rows] >= 0, local[np.maximum(other[rows], 0)], other[rows]),
                        None if c.pair is None else c.pair[rows])
         G, Cf = world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
         warm = None
         if state.warm is not None:
             keep = local[state.warm.body] >= 0
+            node = None if state.warm.node is None else state.warm.node[keep]   # the node rows: the warm
             warm = Warm(state.warm.x_w[keep], state.warm.f_w[keep], local[state.warm.body[keep]], state.warm.lam_c,
-                        budget=budget[g])
+                        node, budget[g])                                     # start a world of the island has
         row_g = None
         if row is not None and np.any(row[0][cols]):
             row_g = (row[0][cols], row[1])

@@ -252,7 +252,8 @@ class Contacts:
             return Contacts.empty()
         if len(sets) == 1:
             return sets[0]
+        idx = None if any(c.idx is None for c in sets) else np.concatenate([c.idx for c in sets])
         return Contacts(np.vstack([c.x_w for c in sets]), np.vstack([c.n_w for c in sets]),
-                        np.concatenate([c.d for c in sets]), None,
+                        np.concatenate([c.d for c in sets]), idx,
                         np.concatenate([c.bodies() for c in sets]), np.concatenate([c.others() for c in sets]),
                         None if all(c.pair is None for c in sets) else np.concatenate([c.pairs() for c in sets]))
