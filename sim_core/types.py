@@ -2,7 +2,8 @@
 
 A world holds rigid **bodies** (index 0 .. B-1), world-fixed **shapes** (the static parts) and
 **contact pairs**, each joining a body's contact nodes to a shape through a detector named by
-shape kinds (``collision.DETECTORS``).  A system with its own coordinates -- the Panda arm
+shape kinds (``collision.DETECTORS``), each of a contact ``Material`` (its own, or the world's
+default from ``[contact]``; ``contact.materials``).  A system with its own coordinates -- the Panda arm
 (q, qd) -- holds one body through a grasp coupling (``dynamics``).  Everything that changes
 during a run lives in ``State`` (poses, twists, the arm's joints, the controller's latch, the
 solver's warm start); everything in ``Model`` is fixed.  Scenario data (waypoints, part
