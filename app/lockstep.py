@@ -102,7 +102,7 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
                 before = state
                 state, sinfo = step_mod.step(model, state, inp)
                 at, found = physics_loop.proxy_contacts(model, before, inp)
-                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model.contact.friction, h))
+                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model, h))
                 tr.t.append(state.t)
                 tr.part_p.append(state.p_w[h].copy())
                 tr.part_R.append(state.R_wb[h].copy())

@@ -21,6 +21,7 @@ import numpy as np
 from app.loops import RateStats, sleep_until
 from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
+from sim_core.contact import materials
 from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, TICK, pack_physics, snapshot_layout
 from sim_core.types import Inputs, State
 
@@ -46,25 +47,28 @@ def proxy_inputs(v: np.ndarray, model=None, state: State | None = None) -> Input
     return held_inputs(model, state, PROXY.get(v, "p"), R, V[:3], R @ V[3:])
 
 
-def local_contact_array(at: State, c, mu: float, body: int = 0) -> np.ndarray:
+def local_contact_array(at: State, c, model, body: int = 0) -> np.ndarray:
     """The contacts `c` that push `body` (the held part), in its body frame at the pose `at`
-    they were found at; a contact whose other side is `body` is turned round (its normal
-    pushes `body`)."""
+    they were found at, each with the friction of its pair's material
+    (``materials.per_contact``); a contact whose other side is `body` is turned round (its
+    normal pushes `body`)."""
     if c is None or len(c) == 0:
         r_b = np.zeros((0, 3))
         n_w = np.zeros((0, 3))
-        d = np.zeros(0)
+        d = mu = np.zeros(0)
     else:
         mine, theirs = c.bodies() == body, c.others() == body
+        mu_all = materials.per_contact(model, c)[0]
         if mine.all():
-            x_w, n_w, d = c.x_w, c.n_w, c.d
+            x_w, n_w, d, mu = c.x_w, c.n_w, c.d, mu_all
         else:
             x_w = np.concatenate([c.x_w[mine], c.x_w[theirs]])
             n_w = np.concatenate([c.n_w[mine], -c.n_w[theirs]])
             d = np.concatenate([c.d[mine], c.d[theirs]])
+            mu = np.concatenate([mu_all[mine], mu_all[theirs]])
         r_b = (x_w - at.p_w[body]) @ at.R_wb[body]
     keep = np.argsort(d, kind="stable")[:MAX_CONTACTS]          # the deepest, if ever more
-    return LocalContact(at.t, at.p_w[body], at.R_wb[body], r_b[keep], n_w[keep], d[keep], mu).to_array()
+    return LocalContact(at.t, at.p_w[body], at.R_wb[body], r_b[keep], n_w[keep], d[keep], mu[keep]).to_array()
 
 
 def proxy_contacts(model, state: State, inp: Inputs):
@@ -153,7 +157,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         before = state
         state, info = step_mod.step(model, state, inp)
         at, found = proxy_contacts(model, before, inp)
-        contact_slot.write(local_contact_array(at, found, model.contact.friction, model.hand_body))
+        contact_slot.write(local_contact_array(at, found, model, model.hand_body))
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)

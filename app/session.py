@@ -155,8 +155,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
                                              last.w_set_w[0])):
             probe = _replace(state, p_w=inp.p_set_w.copy(), R_wb=inp.R_set_w.copy())
             step_mod.step(model, probe, inp)
-            physics_loop.local_contact_array(*physics_loop.proxy_contacts(model, probe, inp), model.contact.friction,
-                                             h)
+            physics_loop.local_contact_array(*physics_loop.proxy_contacts(model, probe, inp), model, h)
         if spec.get("realtime", True):
             # after the start-up (numba, scenario), below the haptic loop (80) but above
             # rendering: a frame may wait, a physics step not

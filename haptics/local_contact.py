@@ -17,6 +17,9 @@ issue) has a slot: ``nc_w`` is a 6-vector [n_lin (world); n_ang (world axes)] wi
 ``dc`` at the reference pose; it is one more unilateral constraint  dc + nc_w . dq >= 0  with
 dq = [p - p_ref; log(R R_ref^T)] (rotation vector in world axes).
 
+Each contact carries its own friction coefficient mu (its pair's material,
+``contact.materials``), so a proxy touching two parts of different materials feels each.
+
 Shared memory: ``to_array`` packs everything into ``PACKED_SIZE`` float64 values with room
 for ``MAX_CONTACTS`` contacts, ``from_array`` checks and unpacks (a bad buffer is a
 ``ValueError``, never silent garbage).
@@ -31,16 +34,17 @@ from numba import njit
 from sim_core.math.so3 import log_so3
 
 MAX_CONTACTS = 32
-FORMAT_VERSION = 1.0
+FORMAT_VERSION = 2.0                      # 2: mu per contact (1: one mu in the header)
 # layout of the packed buffer: header, then the fixed-size blocks
-_HDR = 6                                  # version, t, M, mu, has_nc, dc
+_HDR = 5                                  # version, t, M, has_nc, dc
 _P = _HDR                                 # p_ref_w (3)
 _R = _P + 3                               # R_ref_wb (9, row-major)
 _NC = _R + 9                              # nc_w (6)
 _RB = _NC + 6                             # r_b (MAX_CONTACTS * 3)
 _NW = _RB + 3 * MAX_CONTACTS              # n_w (MAX_CONTACTS * 3)
 _D = _NW + 3 * MAX_CONTACTS               # d (MAX_CONTACTS)
-PACKED_SIZE = _D + MAX_CONTACTS           # 254 float64 values
+_MU = _D + MAX_CONTACTS                   # mu (MAX_CONTACTS)
+PACKED_SIZE = _MU + MAX_CONTACTS          # 279 float64 values
 # a unit normal must be unit to this (the physics loop normalizes SDF gradients in float64)
 UNIT_TOL = 1e-6
 # a rotation matrix must be orthonormal to this
@@ -56,7 +60,7 @@ class LocalContact:
     r_b: np.ndarray           # (M,3) m, contact points from the COM, body axes
     n_w: np.ndarray           # (M,3) unit normals, world, pushing the proxy out
     d: np.ndarray             # (M,) m, signed gaps at the reference pose (negative = penetration)
-    mu: float                 # Coulomb friction coefficient
+    mu: np.ndarray            # (M,) Coulomb friction coefficient of each contact (a number: all of them)
     nc_w: np.ndarray | None = None   # (6,) C-space normal [lin world; ang world] or None
     dc: float = 0.0           # C-space gap at the reference pose (units of nc_w . dq)
 
@@ -70,6 +74,12 @@ class LocalContact:
         d = np.ascontiguousarray(self.d, dtype=np.float64).reshape(-1)
         if not (len(r) == len(n) == len(d)):
             raise ValueError(f"LocalContact: {len(r)} points, {len(n)} normals, {len(d)} gaps")
+        mu = np.asarray(self.mu, dtype=np.float64)
+        if mu.ndim == 0:
+            mu = np.full(len(d), float(mu))
+        if mu.shape != (len(d),):
+            raise ValueError(f"LocalContact.mu: shape {mu.shape}, expected ({len(d)},) or a number")
+        object.__setattr__(self, "mu", np.ascontiguousarray(mu))
         object.__setattr__(self, "r_b", r)
         object.__setattr__(self, "n_w", n)
         object.__setattr__(self, "d", d)
@@ -96,7 +106,7 @@ class LocalContact:
         if a.shape != (PACKED_SIZE,):
             raise ValueError(f"LocalContact.to_array: buffer shape {a.shape}, expected ({PACKED_SIZE},)")
         a[:] = 0.0
-        a[:_HDR] = (FORMAT_VERSION, self.t, m, self.mu, 0.0 if self.nc_w is None else 1.0, self.dc)
+        a[:_HDR] = (FORMAT_VERSION, self.t, m, 0.0 if self.nc_w is None else 1.0, self.dc)
         a[_P:_P + 3] = self.p_ref_w
         a[_R:_R + 9] = self.R_ref_wb.reshape(9)
         if self.nc_w is not None:
@@ -104,6 +114,7 @@ class LocalContact:
         a[_RB:_RB + 3 * m] = self.r_b.reshape(-1)
         a[_NW:_NW + 3 * m] = self.n_w.reshape(-1)
         a[_D:_D + m] = self.d
+        a[_MU:_MU + m] = self.mu
         return a
 
     @classmethod
@@ -118,20 +129,21 @@ class LocalContact:
         if not (m == int(m) and 0 <= m <= MAX_CONTACTS):
             raise ValueError(f"LocalContact buffer: contact count {m!r} not in 0..{MAX_CONTACTS}")
         m = int(m)
-        used = np.concatenate([a[:_RB], a[_RB:_RB + 3 * m], a[_NW:_NW + 3 * m], a[_D:_D + m]])
+        mu = a[_MU:_MU + m].copy()
+        used = np.concatenate([a[:_RB], a[_RB:_RB + 3 * m], a[_NW:_NW + 3 * m], a[_D:_D + m], mu])
         if not np.all(np.isfinite(used)):
             raise ValueError("LocalContact buffer: non-finite value")
-        if not a[3] >= 0.0:
-            raise ValueError(f"LocalContact buffer: friction mu {a[3]!r} < 0")
+        if m and not mu.min() >= 0.0:
+            raise ValueError(f"LocalContact buffer: friction mu {mu.min()!r} < 0")
         R = a[_R:_R + 9].reshape(3, 3).copy()
         if np.abs(R.T @ R - np.eye(3)).max() > ROT_TOL:
             raise ValueError("LocalContact buffer: R_ref_wb is not a rotation")
         n = a[_NW:_NW + 3 * m].reshape(m, 3).copy()
         if m and np.abs(np.linalg.norm(n, axis=1) - 1.0).max() > UNIT_TOL:
             raise ValueError("LocalContact buffer: normal n_w is not unit")
-        nc = a[_NC:_NC + 6].copy() if a[4] != 0.0 else None
+        nc = a[_NC:_NC + 6].copy() if a[3] != 0.0 else None
         return cls(float(a[1]), a[_P:_P + 3].copy(), R, a[_RB:_RB + 3 * m].reshape(m, 3).copy(), n,
-                   a[_D:_D + m].copy(), float(a[3]), nc, float(a[5]))
+                   a[_D:_D + m].copy(), mu, nc, float(a[4]))
 
 
 @njit(cache=True)

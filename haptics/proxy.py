@@ -98,7 +98,9 @@ def solve_contacts(A_inv, V_free, V_prev, G, d, g_c, d_c, use_c, T, mu, beta, it
 
     A_inv (6,6) inverse PMI matrix, V_free (6,) twist without contact, V_prev (6,) V_k,
     G (M,3,6) contact Jacobians in contact frames [n t1 t2], d (M,) gaps (m), g_c (6,) the
-    C-space row (used when use_c), d_c its gap, budget (J) the push-out budget.  Returns
+    C-space row (used when use_c), d_c its gap, mu (M,) each contact's friction coefficient,
+    beta the proxy's penetration gain per tick (every row's: the tick is not the physics
+    step the materials' gains are given for), budget (J) the push-out budget.  Returns
     (V+ (6,), lambda (M,3) N in the contact frames, lambda_c, sweeps, W_c (6,), the contacts'
     work over the tick (J), the budget after it).
 
@@ -115,7 +117,7 @@ def solve_contacts(A_inv, V_free, V_prev, G, d, g_c, d_c, use_c, T, mu, beta, it
     solve only in a tick that penetrates with a budget: the tick stays cheap.
     """
     m = G.shape[0]
-    bn = solver_pgs.normal_targets(G, V_prev, d, T, beta)
+    bn = solver_pgs.normal_targets(G, V_prev, d, T, np.full(m, beta))
     b_c = _unilateral_bias(d_c, g_c @ V_prev, T, beta) if use_c else 0.0
     V, lam, lam_c, sweeps = _solve_targets(A_inv, V_free, G, bn, g_c, b_c, use_c, mu, iterations,
                                            tol, lam0)

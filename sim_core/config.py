@@ -96,6 +96,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                    doc="slack around the static part's bounding volume"),
         "normal_scale": Field("float", 0.01, gt=0.0, unit="m",
                               doc="weight of the normal in k-means features [x, s n]"),
+        "law": Field("str", "complementarity",
+                     doc="the contact law (key of contact.materials.LAWS): complementarity (rigid contact: "
+                         "Signorini and Coulomb); friction, penetration_gain, band and law are the world's "
+                         "default material, which [materials.NAME] tables and [pairs] override per pair"),
         "penetration_gain": Field("float", 0.2, lo=0.0, hi=1.0,
                                   doc="fraction of a penetration removed per step (Signorini bias), paid from "
                                   "the energy the contacts took from the body: they do no net positive work"),
@@ -177,6 +181,61 @@ SCHEMA: dict[str, dict[str, Field]] = {
 }
 ARRAYS = {"waypoints": _WAYPOINT}   # [[waypoints]] tables, at least two, times increasing
 
+# [materials.NAME]: a contact material, named; a key left out takes [contact]'s value.  The
+# keys are [contact]'s material keys (bounds and meaning as there) and the parameters of the
+# material's law (contact.materials.LAWS[law].params).
+MATERIAL_KEYS = ("friction", "penetration_gain", "band", "law")
+# [pairs]: "MOVING/STATIC" = "NAME" -- the pair of those two parts (their [parts] names: the
+# moving part's and the static part's) takes material NAME; a pair not listed, [contact]'s.
+PAIR_SEPARATOR = "/"
+
+
+def _check_law(where: str, law: str) -> None:
+    from sim_core.contact.materials import LAWS  # here: materials imports types, not config
+    if law not in LAWS:
+        raise ConfigError(f"{where}: unknown contact law {law!r} (known: {', '.join(LAWS)})")
+
+
+def _check_material(where: str, table: Any, contact: dict) -> dict:
+    """A [materials.NAME] table, its left-out keys from [contact]; the law's own parameters
+    checked against its row of contact.materials.LAWS."""
+    from sim_core.contact.materials import LAWS
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table, got {type(table).__name__}")
+    law = table.get("law", contact["law"])
+    _check_value(f"{where}.law", SCHEMA["contact"]["law"], law)
+    _check_law(f"{where}.law", law)
+    own = LAWS[law].params
+    out = {}
+    for k, v in table.items():
+        if k in MATERIAL_KEYS:
+            out[k] = _check_value(f"{where}.{k}", SCHEMA["contact"][k], v)
+        elif k in own:
+            p = own[k]
+            out[k] = _check_value(f"{where}.{k}", Field("float", lo=p.lo, hi=p.hi, unit=p.unit), v)
+        else:
+            raise ConfigError(f"{where}.{k}: unknown key (known: {', '.join([*MATERIAL_KEYS, *own])})")
+    for k in MATERIAL_KEYS:
+        out.setdefault(k, contact[k])
+    for k in own:
+        if k not in out:
+            raise ConfigError(f"{where}.{k}: required key missing (a parameter of law {law!r})")
+    return out
+
+
+def _check_pairs(table: Any, materials: dict) -> dict:
+    if not isinstance(table, dict):
+        raise ConfigError(f"pairs: expected a table, got {type(table).__name__}")
+    for k, v in table.items():
+        where = f'pairs."{k}"'
+        parts = k.split(PAIR_SEPARATOR)
+        if len(parts) != 2 or not all(parts):
+            raise ConfigError(f'{where}: a pair is named "MOVING{PAIR_SEPARATOR}STATIC" (its parts\' names)')
+        if not isinstance(v, str) or v not in materials:
+            raise ConfigError(f"{where}: unknown material {v!r} (defined: {', '.join(materials) or 'none'}; "
+                              "a [materials.NAME] table defines NAME)")
+    return dict(table)
+
 
 def _check_value(where: str, f: Field, v: Any) -> Any:
     def num(x):
@@ -237,9 +296,15 @@ def validate(raw: dict, src: str) -> dict:
 
     try:
         for k in raw:
-            if k not in SCHEMA and k not in ARRAYS:
-                raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS])})")
+            if k not in SCHEMA and k not in ARRAYS and k not in ("materials", "pairs"):
+                raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS, 'materials', 'pairs'])})")
         cfg = {sec: _check_table(sec, schema, raw.get(sec, {})) for sec, schema in SCHEMA.items()}
+        _check_law("contact.law", cfg["contact"]["law"])
+        mats = raw.get("materials", {})
+        if not isinstance(mats, dict):
+            raise ConfigError(f"materials: expected tables [materials.NAME], got {type(mats).__name__}")
+        cfg["materials"] = {name: _check_material(f"materials.{name}", t, cfg["contact"]) for name, t in mats.items()}
+        cfg["pairs"] = _check_pairs(raw.get("pairs", {}), cfg["materials"])
         wps = raw.get("waypoints")
         if not isinstance(wps, list) or len(wps) < 2:
             raise ConfigError("waypoints: need at least two [[waypoints]] tables")
@@ -281,4 +346,10 @@ def reference_markdown() -> str:
             d = "required" if f.default is None else repr(f.default)
             kind = f.kind if f.kind != "enum" else " / ".join(f.choices)
             rows.append(f"| `{sec}.{k}` | {kind} | {d} | {f.unit} | {f.doc} |")
+    for k in MATERIAL_KEYS:
+        f = SCHEMA["contact"][k]
+        rows.append(f"| `materials.NAME.{k}` | {f.kind} | `contact.{k}` | {f.unit} | material NAME's {k} "
+                    "(bounds as `contact`'s) |")
+    rows.append(f'| `pairs."MOVING{PAIR_SEPARATOR}STATIC"` | str | | | the material (a [materials.NAME]) of the pair '
+                "of these two parts (their [parts] names); a pair not listed has [contact]'s |")
     return "\n".join(rows)

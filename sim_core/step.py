@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim_core.collision import detectors as collision
-from sim_core.contact import clustering, cspace
+from sim_core.contact import clustering, cspace, materials
 from sim_core.contact.solver_pgs import world_jacobians
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import blocks as dynamics
@@ -81,14 +81,16 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
     laps = Laps() if laps is None else laps
     sets, d_all, n_cand, n_cont, fell = [], [], 0, 0, False
     cluster = clustering.CLUSTERINGS[model.contact.clustering]
-    for pair in model.pairs:
+    for k, pair in enumerate(model.pairs):
         body, shape, pose = model.bodies[pair.body], model.shapes[pair.shape], state.body(pair.body)
-        det = collision.DETECTORS[pair.detector](body, shape, model.contact, pose, dt, laps)
+        # the pair's material: its band at detection (materials.pair_params), its index on the contacts
+        det = collision.DETECTORS[pair.detector](body, shape, materials.pair_params(model.contact, pair), pose, dt,
+                                                 laps)
         laps.lap("detection")
         f = np.zeros(6) if pull is None else pull[pair.body]
         out = cluster(body, shape, pair, model.contact, det.nodes, pose, f)
         laps.lap("clustering")
-        sets.append(out.contacts.on(pair.body))
+        sets.append(out.contacts.on(pair.body, pair=k))
         d_all.append(det.d_all)
         n_cand += det.n_candidates
         n_cont += len(det.nodes)
@@ -165,9 +167,10 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
     solver = SOLVERS[model.contact.solver]
     other = c.others()
     V_prev = state.V.reshape(-1)
+    mu, beta = materials.per_contact(model, c)      # materials: (m,) each, sliced by island rows below
     if model.n_bodies == 1:
         G, Cf = world_jacobians(c.x_w, c.n_w, on, other, state.p_w, state.R_wb)
-        return solver(model.contact, c, G, Cf, system.A, system.b, V_prev, dt, state.warm, row)
+        return solver(model.contact, c, G, Cf, system.A, system.b, V_prev, dt, state.warm, row, mu=mu, beta=beta)
     groups = islands(model.n_bodies, on, other)
     n, m = 6 * model.n_bodies, len(c)
     V, gen = np.empty(n), np.zeros(n)
@@ -182,19 +185,21 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
         cols = (6 * g[:, None] + np.arange(6)).ravel()
         rows = np.flatnonzero(local[on] >= 0)
         # the island as a world of its own: its bodies renumbered from 0
-        sub = Contacts(c.x_w[rows], c.n_w[rows], c.d[rows], None, local[on[rows]],
-                       np.where(other[rows] >= 0, local[np.maximum(other[rows], 0)], other[rows]))
+        sub = Contacts(c.x_w[rows], c.n_w[rows], c.d[rows], None if c.idx is None else c.idx[rows], local[on[rows]],
+                       np.where(other[rows] >= 0, local[np.maximum(other[rows], 0)], other[rows]),
+                       None if c.pair is None else c.pair[rows])
         G, Cf = world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
         warm = None
         if state.warm is not None:
             keep = local[state.warm.body] >= 0
+            node = None if state.warm.node is None else state.warm.node[keep]   # the node rows: the warm
             warm = Warm(state.warm.x_w[keep], state.warm.f_w[keep], local[state.warm.body[keep]], state.warm.lam_c,
-                        budget=budget[g])
+                        node, budget[g])                                     # start a world of the island has
         row_g = None
         if row is not None and np.any(row[0][cols]):
             row_g = (row[0][cols], row[1])
         s = solver(model.contact, sub, G, Cf, system.A[np.ix_(cols, cols)], system.b[cols], V_prev[cols], dt,
-                   warm, row_g)
+                   warm, row_g, mu=mu[rows], beta=beta[rows])
         V[cols], gen[cols] = s.V, s.generalized
         lam[rows], forces[rows] = s.lam, s.forces_w
         sweeps, lam_c = max(sweeps, s.sweeps), lam_c + s.lam_c

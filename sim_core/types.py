@@ -2,7 +2,8 @@
 
 A world holds rigid **bodies** (index 0 .. B-1), world-fixed **shapes** (the static parts) and
 **contact pairs**, each joining a body's contact nodes to a shape through a detector named by
-shape kinds (``collision.DETECTORS``).  A system with its own coordinates -- the Panda arm
+shape kinds (``collision.DETECTORS``), each of a contact ``Material`` (its own, or the world's
+default from ``[contact]``; ``contact.materials``).  A system with its own coordinates -- the Panda arm
 (q, qd) -- holds one body through a grasp coupling (``dynamics``).  Everything that changes
 during a run lives in ``State`` (poses, twists, the arm's joints, the controller's latch, the
 solver's warm start); everything in ``Model`` is fixed.  Scenario data (waypoints, part
@@ -37,9 +38,21 @@ class SignedDistance(Protocol):
 
 
 @dataclass(frozen=True)
+class Material:
+    """What a contact pair's contacts obey (``contact.materials``): the kernels take friction
+    and penetration gain per contact under their equations' symbols (mu, beta)."""
+    friction: float           # Coulomb friction coefficient mu, >= 0
+    penetration_gain: float   # beta: the fraction of a penetration removed per step, [0, 1]
+    band: float               # m, a node is a contact candidate if its signed distance < band
+    law: str = "complementarity"   # key of contact.materials.LAWS
+    law_params: tuple[tuple[str, float], ...] = ()  # the law's own parameters (name, value), by name
+
+
+@dataclass(frozen=True)
 class ContactParams:
     """The [contact] table of a scenario, one field per TOML key (``config.py`` documents
-    each); the kernels take them under their equations' symbols (mu, beta)."""
+    each): the world's solver settings and its default material (friction, band,
+    penetration_gain, law: ``material``), which every pair without its own material uses."""
     friction: float           # Coulomb friction coefficient mu
     clusters: int             # M_c
     band: float               # m, candidate if signed distance < band
@@ -56,6 +69,12 @@ class ContactParams:
     clustering: str = "patches"
     fallback_depth: float = 1e-4  # m: the clustering's safety net acts on a step this deep
     speculative: str = "predicted"  # "predicted" | "current": where a gap d > 0 is linearized (detection.predict)
+    law: str = "complementarity"    # the default material's contact law (key of contact.materials.LAWS)
+
+    @property
+    def material(self) -> Material:
+        """The default material: what a pair without its own (``ContactPair.material``) obeys."""
+        return Material(self.friction, self.penetration_gain, self.band, self.law)
 
 
 @dataclass(frozen=True)
@@ -96,6 +115,7 @@ class ContactPair:
     detector: str = "nodes_sdf"
     cspace: CSpaceNet | None = None
     clustering_net: INClustering | None = None
+    material: Material | None = None   # the pair's contact material; None: the world's default (Model.contact)
 
 
 @dataclass(frozen=True)
@@ -205,6 +225,7 @@ class Contacts:
     idx: np.ndarray | None = None  # (m,) the nodes' rows in the body's nodes_b (detection sets it)
     body: np.ndarray | None = None  # (m,) int64, the body pushed; None: body 0
     other: np.ndarray | None = None  # (m,) int64, the other side (WORLD or a body); None: WORLD
+    pair: np.ndarray | None = None  # (m,) int64, the contact's pair in Model.pairs (its material); None: pair 0
 
     @staticmethod
     def empty() -> Contacts:
@@ -219,11 +240,14 @@ class Contacts:
     def others(self) -> np.ndarray:
         return np.full(len(self), WORLD, np.int64) if self.other is None else self.other
 
-    def on(self, body: int, other: int = WORLD) -> Contacts:
-        """The same contacts, labelled as joining `body` and `other`."""
+    def pairs(self) -> np.ndarray:
+        return np.zeros(len(self), np.int64) if self.pair is None else self.pair
+
+    def on(self, body: int, other: int = WORLD, pair: int | None = None) -> Contacts:
+        """The same contacts, labelled as joining `body` and `other` (found by `pair`, when given)."""
         m = len(self)
         return Contacts(self.x_w, self.n_w, self.d, self.idx, np.full(m, body, np.int64),
-                        np.full(m, other, np.int64))
+                        np.full(m, other, np.int64), self.pair if pair is None else np.full(m, pair, np.int64))
 
     @staticmethod
     def concat(sets: list[Contacts]) -> Contacts:
@@ -232,6 +256,8 @@ class Contacts:
             return Contacts.empty()
         if len(sets) == 1:
             return sets[0]
+        idx = None if any(c.idx is None for c in sets) else np.concatenate([c.idx for c in sets])
         return Contacts(np.vstack([c.x_w for c in sets]), np.vstack([c.n_w for c in sets]),
-                        np.concatenate([c.d for c in sets]), None,
-                        np.concatenate([c.bodies() for c in sets]), np.concatenate([c.others() for c in sets]))
+                        np.concatenate([c.d for c in sets]), idx,
+                        np.concatenate([c.bodies() for c in sets]), np.concatenate([c.others() for c in sets]),
+                        None if all(c.pair is None for c in sets) else np.concatenate([c.pairs() for c in sets]))

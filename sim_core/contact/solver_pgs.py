@@ -119,7 +119,7 @@ def normal_targets(G, V_prev, d, T, beta):
     """Signorini targets b_n per contact (velocity level): for a gap d >= 0 the pose moves
     with the midpoint velocity, so allow the approach that closes the gap by the end of the
     step, T (u_k + u_k+1)/2 = -d, and never demand a rebound (cap at 0); a penetration is
-    pushed out by the fraction beta per step, but never faster than the contact approached
+    pushed out by the fraction beta (m,) (the contact's material) per step, but never faster than the contact approached
     (b_n <= -u_k: the contact's work T lambda_n (u_k + b_n)/2 is never positive; module
     docstring)."""
     m, n = G.shape[0], G.shape[2]
@@ -131,22 +131,23 @@ def normal_targets(G, V_prev, d, T, beta):
         if d[i] >= 0.0:
             b[i] = min(0.0, -2.0 * d[i] / T - u)
         else:
-            b[i] = min(-beta * d[i] / T, -u)
+            b[i] = min(-beta[i] * d[i] / T, -u)
     return b
 
 
 @njit(cache=True)
 def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
     """Projected Gauss-Seidel on the Delassus operator G A^-1 G^T of any n velocity
-    coordinates (G (m,3,n), A_inv (n,n)) with the capped targets ``normal_targets``; returns
-    (lambda (m,3), V+ (n,), sweeps used)."""
+    coordinates (G (m,3,n), A_inv (n,n)) with the capped targets ``normal_targets``; mu (m,)
+    and beta (m,) per contact (``materials.per_contact``); returns (lambda (m,3), V+ (n,),
+    sweeps used)."""
     return pgs_targets(G, A_inv, V_free, normal_targets(G, V_prev, d, T, beta), mu, iterations, tol, lam0)
 
 
 @njit(cache=True)
 def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
     """``pgs`` with the normal targets b (m,) given (the haptic proxy's budgeted push-out,
-    ``haptics.proxy``, solves with the uncapped ones where its budget pays)."""
+    ``haptics.proxy``, solves with the uncapped ones where its budget pays); mu (m,)."""
     m = G.shape[0]
     lam = lam0.copy()
     # Delassus diagonal blocks and the velocity map of each contact's force
@@ -175,7 +176,7 @@ def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
             det = a * e - bb * c
             t1 = lam[i, 1] - (e * u[1] - bb * u[2]) / det
             t2 = lam[i, 2] - (-c * u[1] + a * u[2]) / det
-            lim = mu * ln
+            lim = mu[i] * ln
             nt = np.sqrt(t1 * t1 + t2 * t2)
             if nt > lim:
                 s = lim / nt if nt > 0.0 else 0.0

@@ -275,8 +275,8 @@ PIVOT_MIN = 1e-12      # relative: a smaller pivot of D_PP means the new row dep
 def _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace):
     """Subspace step (module docstring): the normal forces of the contacts with a force or not
     open (``modes`` of the last sweep) at once, the friction held, by Lawson and Hanson's active
-    set.  Changes lam and V in place; returns (lambda^C, True), or (lambda^C, False) with lam
-    and V untouched where it did not settle."""
+    set; mu (m,) the contacts' friction coefficients.  Changes lam and V in place; returns
+    (lambda^C, True), or (lambda^C, False) with lam and V untouched where it did not settle."""
     m, n = G.shape[0], V.shape[0]
     idx = np.empty(m + 1, np.int64)            # row q is contact idx[q] (-1: the C-space row)
     k = 0
@@ -384,8 +384,8 @@ def _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace):
             continue
         lam[i, 0] = x[q]
         nt = math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
-        if nt > mu * x[q]:                     # the friction held, but inside the cone
-            sc = mu * x[q] / nt
+        if nt > mu[i] * x[q]:                  # the friction held, but inside the cone
+            sc = mu[i] * x[q] / nt
             d1, d2 = lam[i, 1] * (sc - 1.0), lam[i, 2] * (sc - 1.0)
             lam[i, 1] += d1
             lam[i, 2] += d2
@@ -433,16 +433,17 @@ def _gauss(M, r, k):
 @njit(cache=True)
 def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     """``sor_with`` with a subspace step every ``SUBSPACE_EVERY`` sweeps; its first six
-    results."""
+    results (mu (m,) per contact)."""
     return sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0, SUBSPACE_EVERY)[:6]
 
 
 @njit(cache=True)
 def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0, every):
     """Nonlinear block SOR (Algorithm 1) on the Delassus operator G A^-1 G^T of any n velocity
-    coordinates.  G (m,3,n), A_inv (n,n), V_free = A^-1 b, bn (m,) normal targets, lam0 (m,3)
-    warm start; NC (n,) the C-space normal (all zero: no C-space constraint), bC its velocity
-    target, lamC0 its warm start.
+    coordinates.  G (m,3,n), A_inv (n,n), V_free = A^-1 b, bn (m,) normal targets, mu (m,) the
+    contacts' friction coefficients (``materials.per_contact``), lam0 (m,3) warm start; NC (n,)
+    the C-space normal (all zero: no C-space constraint), bC its velocity target, lamC0 its
+    warm start.
 
     More than ``ACTIVE_SET_MIN`` contacts: sweeps alternate between all contacts and the
     active ones (module constants).  A subspace step (module docstring) every `every` sweeps
@@ -456,8 +457,8 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
     for i in range(m):               # a warm start outside the cone is projected onto it, so
         lam[i, 0] = max(lam[i, 0], 0.0)  # that every relaxed iterate stays inside (convex)
         nt = math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
-        if nt > mu * lam[i, 0]:
-            sc = mu * lam[i, 0] / nt
+        if nt > mu[i] * lam[i, 0]:
+            sc = mu[i] * lam[i, 0] / nt
             lam[i, 1] *= sc
             lam[i, 2] *= sc
     lamC = max(lamC0, 0.0)
@@ -501,7 +502,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
                 for j in range(n):
                     acc += Gi[r, j] * V[j]
                 uf[r] = acc - (Wi[r, 0] * li[0] + Wi[r, 1] * li[1] + Wi[r, 2] * li[2])
-            modes[i] = _single(Wi, uf, bn[i], mu, star)
+            modes[i] = _single(Wi, uf, bn[i], mu[i], star)
             d0, d1, d2 = star[0] - li[0], star[1] - li[1], star[2] - li[2]
             rr = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
             if rr > res:
@@ -563,7 +564,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
 
 @njit(cache=True)
 def residuals(G, A_inv, V, bn, mu, lam):
-    """Constraint residuals of a solution, each >= 0 and zero at an exact solution:
+    """Constraint residuals of a solution (mu (m,) per contact), each >= 0 and zero at an exact solution:
     (Signorini violation max(0, b_n - u_n) m/s, complementarity max |lambda_n (u_n - b_n)| W,
     cone violation max(0, ||lambda_t|| - mu lambda_n) N, negative normal force N,
     dissipation: the largest force change ||lambda_i - lambda_i*|| N, lambda_i* the single-
@@ -575,11 +576,11 @@ def residuals(G, A_inv, V, bn, mu, lam):
         u = G[i] @ V
         sig = max(sig, bn[i] - u[0])
         comp = max(comp, abs(lam[i, 0] * (u[0] - bn[i])))
-        cone = max(cone, math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2) - mu * lam[i, 0])
+        cone = max(cone, math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2) - mu[i] * lam[i, 0])
         neg = max(neg, -lam[i, 0])
         AGi = A_inv @ G[i].T
         Wi = G[i] @ AGi
-        star, _ = single_contact(Wi, u - Wi @ lam[i], bn[i], mu)
+        star, _ = single_contact(Wi, u - Wi @ lam[i], bn[i], mu[i])
         dl = star - lam[i]
         diss = max(diss, math.sqrt(dl @ dl))
     return max(sig, 0.0), comp, max(cone, 0.0), max(neg, 0.0), diss

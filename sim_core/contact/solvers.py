@@ -3,8 +3,10 @@
 Each takes the world's linear PMI system  A V+ = b + G^T lambda (+ N^C lambda^C)  over all n
 velocity coordinates of the bodies (assembled by ``dynamics`` from their blocks, the arm
 folded into the body it holds), the contacts with their Jacobians G (m,3,n) and frames, and
-returns a ``Solution``.  Both solvers work on the Delassus operator G A^-1 G^T contact by
-contact (3x3 blocks W_i = G_i A^-1 G_i^T), so neither knows how many bodies there are.
+their materials as the arrays mu (m,) and beta (m,) (friction and penetration gain per
+contact, ``materials.per_contact``), and returns a ``Solution``.  Both solvers work on the
+Delassus operator G A^-1 G^T contact by contact (3x3 blocks W_i = G_i A^-1 G_i^T), so neither
+knows how many bodies there are.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.contact import solver_pgs, solver_sor
+from sim_core.contact import materials, solver_pgs, solver_sor
 from sim_core.types import ContactParams, Contacts, Warm
 
 
@@ -43,7 +45,7 @@ def contact_work(G, lam, V_prev, V, dt: float, body, n_bodies: int) -> np.ndarra
     return np.bincount(body, 0.5 * dt * np.einsum("mi,mi->m", lam, u), minlength=n_bodies)
 
 
-def push_out(params: ContactParams, contacts: Contacts, G, V_prev, dt: float, warm: Warm | None, solve_with):
+def push_out(beta: np.ndarray, contacts: Contacts, G, V_prev, dt: float, warm: Warm | None, solve_with):
     """The solve with the penetration push-out paid from an energy budget (issue 23 (5)).
 
     The capped targets (``solver_pgs.normal_targets``) make every frictionless contact's work
@@ -60,12 +62,13 @@ def push_out(params: ContactParams, contacts: Contacts, G, V_prev, dt: float, wa
     the bodies before.  (Banking the friction's dissipation too keeps the power screw's
     torques where the uncapped target had them: -0.8 to -2.5 %; normal work alone: up to
     +2.5 / -4.9 %.)
-    `solve_with(bn)` -> (lam, V, sweeps, extra) solves with the targets bn."""
+    beta (m,): each contact's penetration gain.  `solve_with(bn)` -> (lam, V, sweeps, extra)
+    solves with the targets bn."""
     nb = G.shape[2] // 6
     budget = np.zeros(nb) if warm is None or warm.budget is None or len(warm.budget) != nb else warm.budget
     body = contacts.bodies()
-    capped = solver_pgs.normal_targets(G, V_prev, contacts.d, dt, params.penetration_gain)
-    uncapped = np.where(contacts.d < 0.0, -params.penetration_gain * contacts.d / dt, capped)
+    capped = solver_pgs.normal_targets(G, V_prev, contacts.d, dt, beta)
+    uncapped = np.where(contacts.d < 0.0, -beta * contacts.d / dt, capped)
     wants = (uncapped > capped) & (budget[body] > 0.0)
     if wants.any():
         out = solve_with(np.where(wants, uncapped, capped))
@@ -77,7 +80,7 @@ def push_out(params: ContactParams, contacts: Contacts, G, V_prev, dt: float, wa
 
 
 def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
-              warm: Warm | None, row=None) -> Solution:
+              warm: Warm | None, row=None, *, mu: np.ndarray, beta: np.ndarray) -> Solution:
     """Seed 000 Algorithm 1 (``solver_sor``), warm-started; `row` = (N^C (n,), b^C) or None;
     the penetration push-out paid from the bodies' energy budgets (``push_out``)."""
     A_inv, V_free = _free(A, b)
@@ -89,23 +92,23 @@ def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
     lam0, lamC0 = solver_sor.warm_start(contacts, Cf, warm)
 
     def solve_with(bn):
-        lam, lamC, V, its, _, _ = solver_sor.sor(G, A_inv, V_free, bn, params.friction, params.sor_relaxation,
+        lam, lamC, V, its, _, _ = solver_sor.sor(G, A_inv, V_free, bn, mu, params.sor_relaxation,
                                                  params.sor_iterations, params.sor_tolerance, lam0, NC, bC, lamC0)
         return lam, V, its, lamC
-    (lam, V, its, lamC), budget = push_out(params, contacts, G, V_prev, dt, warm, solve_with)
+    (lam, V, its, lamC), budget = push_out(beta, contacts, G, V_prev, dt, warm, solve_with)
     gen = solver_pgs.contact_wrench(G, lam) + NC * lamC
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), gen, its, float(lamC), budget)
 
 
 def solve_pgs(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
-              warm: Warm | None, row=None) -> Solution:
+              warm: Warm | None, row=None, *, mu: np.ndarray, beta: np.ndarray) -> Solution:
     """Projected Gauss-Seidel (``solver_pgs``), the seed's baseline: cold-started, no C-space row."""
     A_inv, V_free = _free(A, b)
     m, n = len(contacts), A.shape[0]
     if m == 0:
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0)
-    lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, params.friction, params.penetration_gain,
-                                    params.pgs_iterations, params.pgs_tolerance, np.zeros((m, 3)))
+    lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, mu, beta, params.pgs_iterations,
+                                    params.pgs_tolerance, np.zeros((m, 3)))
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), sweeps)
 
 
@@ -115,10 +118,12 @@ SOLVERS = {"sor": solve_sor, "pgs": solve_pgs}
 def solve_body(params: ContactParams, contacts: Contacts, body, pose, F0, B, dt: float,
                warm: Warm | None = None, row=None) -> Solution:
     """The solving stage for one body alone with the wrench F0 - B V+ (its PMI block with the
-    Coriolis matrix at the start of the step): what the clustering training and the solver
-    bench compare representatives with."""
+    Coriolis matrix at the start of the step), its contacts of the default material
+    (``params.material``): what the clustering training and the solver bench compare
+    representatives with."""
     from sim_core.dynamics import pmi
     A, b = pmi.system(body.mass, body.inertia_b, pose.V, dt, F0, B)
     G, Cf = solver_pgs.world_jacobians(contacts.x_w, contacts.n_w, np.zeros(len(contacts), np.int64), contacts.others(),
                                        pose.p_w[None], pose.R_wb[None])
-    return SOLVERS[params.solver](params, contacts, G, Cf, A, b, pose.V, dt, warm, row)
+    mu, beta = materials.uniform(params.material, len(contacts))
+    return SOLVERS[params.solver](params, contacts, G, Cf, A, b, pose.V, dt, warm, row, mu=mu, beta=beta)

@@ -27,7 +27,7 @@ def contact_params(c: dict) -> ContactParams:
                          pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
                          sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
                          sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
-                         fallback_depth=c["fallback_depth"], speculative=c["speculative"])
+                         fallback_depth=c["fallback_depth"], speculative=c["speculative"], law=c["law"])
 
 
 def drive_gains(cfg: dict) -> tuple[np.ndarray, np.ndarray]:

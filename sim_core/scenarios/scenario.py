@@ -69,10 +69,36 @@ def record(cfg: dict, src: str = "<config>") -> Scenario:
                     seat_tolerance=float(cfg["docking"]["seat_tolerance"]))
 
 
+def pair_name(model: Model, k: int) -> str:
+    """Pair k's name in [pairs]: "MOVING/STATIC", its body's and its shape's names."""
+    p = model.pairs[k]
+    return f"{model.bodies[p.body].name}{config_mod.PAIR_SEPARATOR}{model.shapes[p.shape].name}"
+
+
+def with_materials(model: Model, cfg: dict, src: str) -> Model:
+    """The world with each pair's material of a validated config: the [materials.NAME] its
+    [pairs] entry names, or none ([contact]'s, the default); a [pairs] entry naming no pair
+    of the world, or a law the solver does not solve, is a one-line ConfigError."""
+    from sim_core.contact import materials
+    names = [pair_name(model, k) for k in range(len(model.pairs))]
+    for key in cfg.get("pairs", {}):
+        if key not in names:
+            raise config_mod.ConfigError(f'{src}: pairs."{key}": no such pair (this world\'s: {", ".join(names)})')
+    pairs = tuple(replace(p, material=materials.from_table(cfg["materials"][cfg["pairs"][name]]))
+                  if name in cfg.get("pairs", {}) else p for p, name in zip(model.pairs, names))
+    model = replace(model, pairs=pairs)
+    try:
+        materials.check_solver(model)
+    except ValueError as e:
+        raise config_mod.ConfigError(f"{src}: contact.solver = {model.contact.solver!r}: {e}") from None
+    return model
+
+
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     """The world (Model) and its start State of a validated scenario config: the builder of
-    its task in the table (``tasks.TASKS``)."""
-    return tasks.task(cfg).build(cfg, src)
+    its task in the table (``tasks.TASKS``), each pair with its material (``with_materials``)."""
+    model, state = tasks.task(cfg).build(cfg, src)
+    return with_materials(model, cfg, src), state
 
 
 def load(name_or_path: str) -> tuple[Model, State, dict]:
@@ -381,21 +407,31 @@ class Scene:
 
 def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
     """One world of the parts of several validated scenario configs (arm off: the drive moves
-    each part), scenario i's origin at ``offsets[i]``.  Their [contact] tables must agree
-    (one set of solver parameters per world)."""
+    each part), scenario i's origin at ``offsets[i]``.  Their [contact] tables must agree but
+    for the material keys (``config.MATERIAL_KEYS``: one set of solver settings per world);
+    each pair keeps its scenario's material (its [pairs] entry, or its [contact]'s)."""
     offsets = np.asarray(offsets, dtype=np.float64).reshape(len(cfgs), 3)
     models, starts = [], []
     for k, cfg in enumerate(cfgs):
         if cfg["arm"]["robot"] != "off":
             raise config_mod.ConfigError(f"{src}: scenario {k}: arm.robot = {cfg['arm']['robot']!r}: "
                                          "a scene moves its parts by their drives (arm.robot = \"off\")")
-        if cfg["contact"] != cfgs[0]["contact"]:
-            raise config_mod.ConfigError(f"{src}: scenario {k}: its [contact] table differs from scenario 0's")
+        differ = [key for key in cfg["contact"] if key not in config_mod.MATERIAL_KEYS
+                  and cfg["contact"][key] != cfgs[0]["contact"][key]]
+        if differ:
+            raise config_mod.ConfigError(f"{src}: scenario {k}: its [contact] table differs from scenario 0's in "
+                                         f"{', '.join(differ)} (only the material keys may: "
+                                         f"{', '.join(config_mod.MATERIAL_KEYS)})")
         m, s = build(cfg, f"{src} (scenario {k})")
         models.append(m)
         starts.append(s)
     shapes = tuple(replace(m.shapes[0], p_ws=m.shapes[0].p_ws + o) for m, o in zip(models, offsets))
-    pairs = tuple(replace(m.pairs[0], body=k, shape=k) for k, m in enumerate(models))
+    default = models[0].contact.material
+
+    def own(m: Model):       # the pair's material in its own world, None where it is the scene's default
+        mat = m.contact.material if m.pairs[0].material is None else m.pairs[0].material
+        return None if mat == default else mat
+    pairs = tuple(replace(m.pairs[0], body=k, shape=k, material=own(m)) for k, m in enumerate(models))
     model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=shapes, pairs=pairs,
                   contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
                                                          np.vstack([m.drive.D for m in models])),

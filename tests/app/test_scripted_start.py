@@ -61,7 +61,7 @@ def test_local_model_is_the_exact_geometry_at_the_logged_jam_entry(peg):
     p = np.array([1.50213602e-04, -2.75806975e-08, 3.89623685e-02])
     R = exp_so3(np.array([1.90995451e-06, 8.91127350e-03, -3.26851334e-07]))
     at, found = proxy_contacts(model, state, Inputs(p, R, np.zeros(3), np.zeros(3)))
-    lc = LocalContact.from_array(local_contact_array(at, found, model.contact.friction))
+    lc = LocalContact.from_array(local_contact_array(at, found, model))
     x = lc.p_ref_w + lc.r_b @ lc.R_ref_wb.T
     d, n = model.shapes[0].sdf_exact.query(x)
     assert len(lc) > 0
@@ -87,7 +87,7 @@ def _haptic_replica(model, state, scen, device: str, duration: float):
             V = proxy.V
             inp = Inputs(proxy.p_w.copy(), proxy.R_wb.copy(), V[:3].copy(), proxy.R_wb @ V[3:])
             at, found = proxy_contacts(model, state, inp)
-            lc = LocalContact.from_array(local_contact_array(at, found, model.contact.friction))
+            lc = LocalContact.from_array(local_contact_array(at, found, model))
         s = dev.read(k * T_HAPTIC)
         f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC)
         proxy.step(F, B, lc, T_HAPTIC)

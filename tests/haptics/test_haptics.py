@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from haptics import batch
+from haptics import batch, local_contact
 from haptics.coupling import Coupling, CouplingGains, DeviceLimits, Workspace, passivity_control, quat_to_R
 from haptics.local_contact import MAX_CONTACTS, PACKED_SIZE, LocalContact, gaps_at
 from haptics.proxy import Proxy
@@ -145,20 +145,21 @@ def test_local_contact_packs_and_unpacks():
     rng = np.random.default_rng(0)
     n = rng.normal(size=(12, 3))
     lc = LocalContact(0.25, rng.normal(size=3), exp_so3(rng.normal(size=3)), rng.normal(size=(12, 3)),
-                      n / np.linalg.norm(n, axis=1)[:, None], rng.normal(size=12) * 1e-4, 0.15,
-                      nc_w=rng.normal(size=6), dc=1e-4)
+                      n / np.linalg.norm(n, axis=1)[:, None], rng.normal(size=12) * 1e-4,
+                      rng.uniform(0.0, 0.5, 12), nc_w=rng.normal(size=6), dc=1e-4)   # a mu per contact
     a = lc.to_array()
     assert a.shape == (PACKED_SIZE,) and a.dtype == np.float64
     back = LocalContact.from_array(a)
-    for f in ("p_ref_w", "R_ref_wb", "r_b", "n_w", "d", "nc_w"):
+    for f in ("p_ref_w", "R_ref_wb", "r_b", "n_w", "d", "nc_w", "mu"):
         assert np.array_equal(getattr(back, f), getattr(lc, f))
-    assert (back.t, back.mu, back.dc) == (lc.t, lc.mu, lc.dc)
+    assert (back.t, back.dc) == (lc.t, lc.dc)
+    assert np.array_equal(wall(0.2).mu, [0.2] * 3)               # a number: every contact's
     empty = LocalContact.from_array(LocalContact.empty(1.0, np.zeros(3), np.eye(3)).to_array())
     assert len(empty) == 0 and empty.nc_w is None
 
 
 @pytest.mark.parametrize("slot, value, word", [(0, 7.0, "version"), (2, 33.0, "count"), (2, 2.5, "count"),
-                                               (6, np.nan, "non-finite"), (3, -0.1, "mu")])
+                                               (6, np.nan, "non-finite"), (local_contact._MU, -0.1, "mu")])
 def test_local_contact_rejects_bad_buffers(slot, value, word):
     a = wall(0.2).to_array()
     a[slot] = value

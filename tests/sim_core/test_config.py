@@ -42,6 +42,18 @@ BAD = {
     "bad enum": (lambda g: g.replace('task = "bolting"', 'task = "welding"'), "scenario.task", "one of"),
     "time order": (lambda g: g.replace("t = 5.6", "t = 0.3"), "waypoints[2].t", "times must increase"),
     "not toml": (lambda g: g + "\n[[[", "", "not valid TOML"),
+    "unknown law": (lambda g: g.replace("friction = 0.15", 'friction = 0.15\nlaw = "spring"'),
+                    "contact.law", "unknown contact law"),
+    "material out of range": (lambda g: g + "\n[materials.oiled]\nfriction = -0.1\n",
+                              "materials.oiled.friction", "must be >= 0"),
+    "material unknown key": (lambda g: g + "\n[materials.oiled]\nstiffness = 1e5\n",
+                             "materials.oiled.stiffness", "unknown key"),
+    "material unknown law": (lambda g: g + '\n[materials.oiled]\nlaw = "compliant"\n',
+                             "materials.oiled.law", "unknown contact law"),
+    "pair of no material": (lambda g: g + '\n[pairs]\n"nut_M48x5/bolt_M48x5" = "oiled"\n',
+                            'pairs."nut_M48x5/bolt_M48x5"', "unknown material"),
+    "pair name": (lambda g: g + '\n[materials.oiled]\nfriction = 0.05\n[pairs]\nnut = "oiled"\n',
+                  'pairs."nut"', "MOVING/STATIC"),
 }
 
 

@@ -1,5 +1,6 @@
 """One world of bodies and contact pairs: two pegs in two holes side by side, stepped
-together, each follow their single-pair runs (the core has no notion of "the" part)."""
+together, each follow their single-pair runs (the core has no notion of "the" part), also
+when the two pairs are of different materials."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,8 @@ from sim_core.scenarios import scenario
 TRAJ_TOL = 1e-9      # m: the issue's bound; the pairs do not touch, each island is solved alone
 STEPS = 150          # 1.5 s at 10 ms: both pegs land on their chamfers and enter their bores
 OFFSET = np.array([0.2, 0.05, 0.0])   # m: the second hole's origin (the holes are 100 mm wide)
+MU_APART = 1e-6      # m: how far the frictionless and the mu = 0.3 single runs must part at least
+                     # (the same start: only the material differs; measured ~1e-4 m)
 
 
 def _cfg(seed: int) -> dict:
@@ -31,9 +34,7 @@ def _single(cfg: dict) -> np.ndarray:
     return np.array(out)
 
 
-@pytest.fixture(scope="module")
-def runs():
-    cfgs = [_cfg(0), _cfg(2)]                     # two different starts: offset, tilt
+def _scene_run(cfgs: list[dict]):
     sc = scenario.scene(cfgs, [np.zeros(3), OFFSET])
     st, both, contacts = sc.start, [], []
     for _ in range(STEPS):
@@ -41,6 +42,34 @@ def runs():
         both.append(st.p_w.copy())
         contacts.append(np.bincount(info.contacts.bodies(), minlength=2))
     return np.array(both), [_single(c) for c in cfgs], np.array(contacts), sc
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return _scene_run([_cfg(0), _cfg(2)])          # two different starts: offset, tilt
+
+
+def _frictionless(cfg: dict) -> dict:
+    """The config with its pair made frictionless the way a scenario file does it: a
+    [materials.NAME] table and a [pairs] entry (the other keys from [contact])."""
+    return config_mod.validate({**cfg, "materials": {"frictionless": {"friction": 0.0}},
+                                "pairs": {"peg/hole": "frictionless"}}, "<test>")
+
+
+def test_two_materials_in_one_world_follow_their_single_runs():
+    """The issue's must-show: two pegs in two holes, one pair with mu = 0 (a [materials]
+    table) and one with mu = 0.3 (its [contact]), from the same start: each follows its
+    single run (a world of that peg and that material) to 1e-9, and the two runs part
+    (the materials reached the solve, each its own pair's)."""
+    rough = _cfg(2)
+    rough["contact"]["friction"] = 0.3
+    both, singles, contacts, sc = _scene_run([_frictionless(_cfg(2)), rough])
+    assert [p.material.friction for p in sc.model.pairs] == [0.0, 0.3]
+    for i, single in enumerate(singles):
+        err = np.abs(both[:, i] - sc.offsets[i] - single).max()
+        assert err <= TRAJ_TOL, (i, err)
+    assert np.abs(singles[0] - singles[1]).max() > MU_APART
+    assert (contacts[:, 0] > 0).any() and (contacts[:, 1] > 0).any()
 
 
 def test_two_pegs_in_two_holes_follow_their_single_runs(runs):
@@ -74,6 +103,9 @@ def test_a_scene_refuses_an_arm_and_differing_contact_tables():
     with pytest.raises(config_mod.ConfigError, match="arm.robot"):
         scenario.scene([a, b], np.zeros((2, 3)))
     b = _cfg(0)
-    b["contact"]["friction"] = 0.3
-    with pytest.raises(config_mod.ConfigError, match=r"\[contact\]"):
+    b["contact"]["sor_iterations"] = 50                    # a solver setting: one per world
+    with pytest.raises(config_mod.ConfigError, match=r"\[contact\] table differs .* in sor_iterations"):
         scenario.scene([a, b], np.zeros((2, 3)))
+    b = _cfg(0)
+    b["contact"]["friction"] = 0.3                         # a material key: the pair's own
+    assert scenario.scene([a, b], np.zeros((2, 3))).model.pairs[1].material.friction == 0.3

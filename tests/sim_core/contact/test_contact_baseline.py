@@ -29,8 +29,8 @@ def _box_on_plane(fx, mu, d=0.0, m=2.0, corners=None):
     A, b = pmi.system(m, J, np.zeros(6), T, F, np.zeros((6, 6)))
     A_inv = np.linalg.inv(A)
     G, _ = solver_pgs.contact_jacobians(x_w, n_w, p, R)
-    lam, V, _ = solver_pgs.pgs(G, A_inv, A_inv @ b, np.zeros(6), np.full(k, d), T, mu, 0.2, PGS_SWEEPS, 0.0,
-                               np.zeros((k, 3)))
+    lam, V, _ = solver_pgs.pgs(G, A_inv, A_inv @ b, np.zeros(6), np.full(k, d), T, np.full(k, mu), np.full(k, 0.2),
+                               PGS_SWEEPS, 0.0, np.zeros((k, 3)))
     return V, lam, G
 
 
@@ -83,8 +83,8 @@ def test_penetration_is_pushed_out_at_the_correction_rate_but_never_with_positiv
     A_inv = np.linalg.inv(A)
     G, _ = solver_pgs.contact_jacobians(np.array([[0.0, 0.0, 0.0]]), np.array([[0.0, 0.0, 1.0]]),
                                         np.array([0.0, 0.0, 0.05]), np.eye(3))
-    lam, V, _ = solver_pgs.pgs(G, A_inv, A_inv @ b, V0, np.array([d]), T, 0.3, 0.2, PGS_SWEEPS, 0.0,
-                               np.zeros((1, 3)))
+    lam, V, _ = solver_pgs.pgs(G, A_inv, A_inv @ b, V0, np.array([d]), T, np.array([0.3]), np.array([0.2]),
+                               PGS_SWEEPS, 0.0, np.zeros((1, 3)))
     assert V[2] == pytest.approx(-0.2 * d / T, rel=1e-6)
     assert T * lam[0, 0] * 0.5 * (V0[2] + V[2]) < 0.0
 

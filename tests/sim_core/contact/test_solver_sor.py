@@ -47,8 +47,8 @@ def run_on_plane(m, J, nodes_b, g_w, V0, T, steps, mu, alpha=1.0):
         A, b = pmi.system(m, J, V, T, np.concatenate([m * g_w, np.zeros(3)]), np.zeros((6, 6)))
         A_inv = np.linalg.inv(A)
         G, _ = solver_pgs.contact_jacobians(x_w, n_w, p, R)
-        bn = solver_pgs.normal_targets(G, V, x_w[:, 2], T, 0.2)
-        lam, _, V_next, _, res, _ = S.sor(G, A_inv, A_inv @ b, bn, mu, alpha, 500, 1e-12, lam,
+        bn = solver_pgs.normal_targets(G, V, x_w[:, 2], T, np.full(len(x_w), 0.2))
+        lam, _, V_next, _, res, _ = S.sor(G, A_inv, A_inv @ b, bn, np.full(len(x_w), mu), alpha, 500, 1e-12, lam,
                                           np.zeros(6), 0.0, 0.0)
         p, R = pmi.advance(p, R, V, V_next, T)
         V = V_next
@@ -198,7 +198,7 @@ def _random_problem(rng, m=12):
     n_w /= np.linalg.norm(n_w, axis=1, keepdims=True)
     G, _ = solver_pgs.contact_jacobians(x_w, n_w, p, R)
     d = rng.uniform(-5e-5, 5e-5, m)
-    bn = solver_pgs.normal_targets(G, V_prev, d, T, 0.2)
+    bn = solver_pgs.normal_targets(G, V_prev, d, T, np.full(m, 0.2))
     return G, A_inv, A_inv @ b, V_prev, bn
 
 
@@ -207,7 +207,7 @@ def test_random_multi_contact_problems_converge_with_small_residuals(alpha):
     rng = np.random.default_rng(3)
     for _ in range(40):
         G, A_inv, V_free, V_prev, bn = _random_problem(rng)
-        mu = rng.uniform(0.1, 0.6)
+        mu = np.full(len(bn), rng.uniform(0.1, 0.6))
         lam, _, V, its, res, _ = S.sor(G, A_inv, V_free, bn, mu, alpha, 50_000, 1e-9,
                                        np.zeros((len(bn), 3)), np.zeros(6), 0.0, 0.0)
         assert res < 1e-9, (its, res)
@@ -221,7 +221,7 @@ def test_solver_never_returns_a_force_outside_the_cone():
     rng = np.random.default_rng(11)
     for _ in range(200):
         G, A_inv, V_free, V_prev, bn = _random_problem(rng)
-        mu = rng.uniform(0.0, 1.0)
+        mu = np.full(len(bn), rng.uniform(0.0, 1.0))
         lam0 = rng.normal(0, 5.0, (len(bn), 3))
         lam, _, _, _, _, _ = S.sor(G, A_inv, V_free, bn, mu, rng.uniform(0.3, 1.0),
                                    int(rng.integers(1, 6)), 1e-12, lam0, np.zeros(6), 0.0, 0.0)
@@ -238,10 +238,10 @@ def test_frictionless_velocity_agrees_with_pgs():
     for _ in range(20):
         G, A_inv, V_free, V_prev, _ = _random_problem(rng, m=8)
         d = rng.uniform(-5e-5, 5e-5, 8)
-        bn = solver_pgs.normal_targets(G, V_prev, d, T, beta)
-        _, _, V_sor, _, _, _ = S.sor(G, A_inv, V_free, bn, 0.0, 1.0, 20000, 1e-12,
+        bn = solver_pgs.normal_targets(G, V_prev, d, T, np.full(8, beta))
+        _, _, V_sor, _, _, _ = S.sor(G, A_inv, V_free, bn, np.zeros(8), 1.0, 20000, 1e-12,
                                      np.zeros((8, 3)), np.zeros(6), 0.0, 0.0)
-        _, V_pgs, _ = solver_pgs.pgs(G, A_inv, V_free, V_prev, d, T, 0.0, beta, 20000, 1e-12,
+        _, V_pgs, _ = solver_pgs.pgs(G, A_inv, V_free, V_prev, d, T, np.zeros(8), np.full(8, beta), 20000, 1e-12,
                                      np.zeros((8, 3)))
         assert np.allclose(V_sor, V_pgs, atol=1e-8), (V_sor, V_pgs)
 
@@ -256,7 +256,7 @@ def test_cspace_constraint_stops_motion_into_the_obstacle():
     for bC in (0.0, 0.01):
         for sign in (1.0, -1.0):
             Vf = V_free + sign * 0.1 * (A_inv @ NC)      # moving into (-) or out of (+) it
-            lam, lamC, V, _, _, _ = S.sor(G, A_inv, Vf, bn, 0.3, 1.0, 100, 1e-12,
+            lam, lamC, V, _, _, _ = S.sor(G, A_inv, Vf, bn, np.full(len(bn), 0.3), 1.0, 100, 1e-12,
                                           np.zeros((0, 3)), NC, bC, 0.0)
             if NC @ Vf >= bC:
                 assert lamC == 0.0 and np.allclose(V, Vf)
@@ -299,6 +299,7 @@ def test_a_wedge_converges_within_the_shipped_sweeps(mu):
     the shipped sweeps the solve meets the shipped tolerance with every law's residual small;
     plain block SOR (no subspace steps) stays far from it at the sweep cap."""
     G, A_inv, V_free, bn = _wedge_problem(mu)
+    mu = np.full(len(bn), mu)
     args = (G, A_inv, V_free, bn, mu, 1.0, SHIPPED_SWEEPS, SHIPPED_TOL, np.zeros((len(bn), 3)), np.zeros(6), 0.0, 0.0)
     lam, _, V, its, res, _ = S.sor(*args)
     assert its < SHIPPED_SWEEPS and res < SHIPPED_TOL, (its, res)

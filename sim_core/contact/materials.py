@@ -1,0 +1,109 @@
+"""Contact materials: what a pair's contacts obey, apart from the world's solver settings.
+
+A world's ``ContactParams`` (its ``[contact]`` table) holds the solver settings -- which
+solver, its sweeps and tolerances, the clustering -- and the **default material**: friction
+mu, penetration gain beta, detection band and contact law.  A pair may carry a material of
+its own (``ContactPair.material``; ``None``: the default), so a nut on a bolt (mu 0.15), a
+cable on a drum (mu 0.3) and a frictionless guide share one world and one solve.
+
+The band acts at detection (``pair_params``: the pair's detector sees its own band); mu and
+beta act in the solve, per contact: ``per_contact`` turns the contacts' pair indices
+(``Contacts.pair``) into the arrays mu (m,) and beta (m,) that every solver kernel takes
+(``solver_sor``, ``solver_pgs``, ``solvers.push_out``, the haptic proxy).  A kernel sees
+only numbers per contact, so the same arithmetic runs whether a world has one material or
+many: a uniform mu gives the bitwise result of the scalar it replaced.
+
+The contact **law** is the key of ``LAWS``.  Today there is one, ``complementarity``: rigid
+contact, Signorini's condition with the penetration push-out (``solver_pgs`` module
+docstring) and Coulomb's cone with maximum dissipation (``solver_sor``).  Seed 001's
+compliant contact, a spring-damper normal force with its own stiffness and damping, is the
+next: a ``Law`` row naming its parameters (read from a ``[materials.NAME]`` table, checked
+against ``Law.params``) and the solvers that implement it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+
+from sim_core.types import ContactPair, ContactParams, Contacts, Material, Model
+
+
+@dataclass(frozen=True)
+class LawParam:
+    """One parameter of a contact law: its bounds (inclusive), unit and meaning."""
+    lo: float
+    hi: float
+    unit: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Law:
+    """A contact law: what its material's parameters are and which solvers implement it."""
+    doc: str
+    params: dict[str, LawParam]    # the law's own parameters: keys of a [materials.NAME] table
+    solvers: tuple[str, ...]       # the keys of contact.SOLVERS that solve it
+
+
+LAWS: dict[str, Law] = {
+    "complementarity": Law(
+        doc="rigid contact: Signorini with the penetration push-out, Coulomb's cone with maximum "
+            "dissipation (seed 000 eqs. (2), (3), (7))",
+        params={}, solvers=("sor", "pgs")),
+}
+
+
+def material_of(params: ContactParams, pair: ContactPair) -> Material:
+    """The pair's material: its own, or the world's default (``params.material``)."""
+    return params.material if pair.material is None else pair.material
+
+
+@lru_cache(maxsize=256)
+def _with_band(params: ContactParams, band: float) -> ContactParams:
+    return replace(params, band=band)
+
+
+def pair_params(params: ContactParams, pair: ContactPair) -> ContactParams:
+    """The contact parameters a pair's detector sees: the world's, with the pair's band (the
+    very object ``params`` where the band is the default's, so the detection is unchanged)."""
+    if pair.material is None or pair.material.band == params.band:
+        return params
+    return _with_band(params, pair.material.band)
+
+
+def check_solver(model: Model) -> None:
+    """ValueError where a pair's law is unknown or the configured solver does not implement it."""
+    for k, pair in enumerate(model.pairs):
+        law = material_of(model.contact, pair).law
+        if law not in LAWS:
+            raise ValueError(f"pair {k}: unknown contact law {law!r} (known: {', '.join(LAWS)})")
+        if model.contact.solver not in LAWS[law].solvers:
+            raise ValueError(f"pair {k}: contact law {law!r} is not solved by solver {model.contact.solver!r} "
+                             f"(by: {', '.join(LAWS[law].solvers)})")
+
+
+def uniform(material: Material, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """mu (m,) and beta (m,) of m contacts of one material."""
+    return np.full(m, material.friction), np.full(m, material.penetration_gain)
+
+
+def per_contact(model: Model, contacts: Contacts) -> tuple[np.ndarray, np.ndarray]:
+    """The friction mu (m,) and the penetration gain beta (m,) of each contact, from its pair's
+    material (``Contacts.pair``; None: pair 0)."""
+    m = len(contacts)
+    if contacts.pair is None or all(p.material is None for p in model.pairs):
+        return uniform(material_of(model.contact, model.pairs[0]) if model.pairs else model.contact.material, m)
+    mats = [material_of(model.contact, p) for p in model.pairs]
+    mu = np.array([x.friction for x in mats])
+    beta = np.array([x.penetration_gain for x in mats])
+    return mu[contacts.pair], beta[contacts.pair]
+
+
+def from_table(t: dict) -> Material:
+    """The Material of a validated [materials.NAME] table (``config``), or of [contact]'s
+    material keys; the law's own parameters by name."""
+    own = LAWS[t["law"]].params
+    return Material(float(t["friction"]), float(t["penetration_gain"]), float(t["band"]), t["law"],
+                    tuple(sorted((k, float(t[k])) for k in own)))
