@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.contact import solver_pgs, solver_sor
+from sim_core.contact import frames, solver_pgs, solver_sor
 from sim_core.types import ContactParams, Contacts, Warm
 
 
@@ -119,6 +119,6 @@ def solve_body(params: ContactParams, contacts: Contacts, body, pose, F0, B, dt:
     bench compare representatives with."""
     from sim_core.dynamics import pmi
     A, b = pmi.system(body.mass, body.inertia_b, pose.V, dt, F0, B)
-    G, Cf = solver_pgs.world_jacobians(contacts.x_w, contacts.n_w, np.zeros(len(contacts), np.int64), contacts.others(),
+    G, Cf = frames.world_jacobians(contacts.x_w, contacts.n_w, np.zeros(len(contacts), np.int64), contacts.others(),
                                        pose.p_w[None], pose.R_wb[None])
     return SOLVERS[params.solver](params, contacts, G, Cf, A, b, pose.V, dt, warm, row)
