@@ -62,11 +62,13 @@ def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | 
     if m:
         x[:m] = info.contacts.x_w[:m]
         f[:m] = info.forces_w[:m]
+    from sim_core.systems.arm.system import joints
+    aq = joints(st)[0]
     q = np.zeros(ARM_NQ)
-    q[:st.q.size] = st.q
+    q[:aq.size] = aq
     return SNAPSHOT.pack(t=st.t, p=st.p_w[0], R=st.R_wb[0], n=m, x=x, f=f, rate=stats.rate(),
                          step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
-                         steps=stats.count, nq=st.q.size, q=q, **(task or {}))
+                         steps=stats.count, nq=aq.size, q=q, **(task or {}))
 
 
 def log_ticks(log, records: np.ndarray) -> None:

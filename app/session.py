@@ -79,15 +79,19 @@ class SessionResult:
 
 
 def _arm_start(model, st) -> dict:
-    return {"q0": st.q.tolist(), "qd0": st.qd.tolist()}
+    from sim_core.systems.arm.system import joints
+    q, qd = joints(st)
+    return {"q0": q.tolist(), "qd0": qd.tolist()}
 
 
 def start_state(spec: dict):
     """The session's start: the part at the spec's pose at rest, and the arm (if any) at the
     configuration the main process solved for it (``q0``), so the physics and the log agree."""
+    from sim_core.systems.arm.system import ArmState
     from sim_core.types import State
-    return State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6),
-                 q=np.array(spec["q0"], dtype=np.float64), qd=np.array(spec["qd0"], dtype=np.float64))
+    q0 = np.array(spec["q0"], dtype=np.float64)
+    arm = (ArmState(q0, np.array(spec["qd0"], dtype=np.float64)),) if q0.size else ()   # a session's only system
+    return State(0.0, np.array(spec["p0"]), np.array(spec["R0"]), np.zeros(6), systems=arm)
 
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
@@ -103,6 +107,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     from sim_core.scenarios import scenario
     numba.set_num_threads(PHYSICS_THREADS)
     from sim_core import step as step_mod
+    from sim_core.systems.arm.system import joints
     from sim_core.types import Inputs
     model, _, cfg = scenario.load(spec["scenario"])
     state = start_state(spec)
@@ -157,7 +162,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
                  "final": {"p_w": res["final"].p_w[0].tolist(), "R_wb": res["final"].R_wb[0].tolist(),
-                           "q": res["final"].q.tolist()},
+                           "q": joints(res["final"])[0].tolist()},
                  "dropped": phys_ring.dropped if writer is not None else 0,
                  "spilled": writer.spilled if writer is not None else 0})
     except Exception as e:  # noqa: BLE001 - report it; the main process ends the session

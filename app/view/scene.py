@@ -72,9 +72,10 @@ def bolting_snapshot(t: float = 2.1, with_arm: bool = False) -> Snapshot:
 def complete_snapshot(model, state, static: str, moving: str) -> Snapshot:
     """A frame of the complete simulation (a ``types.State`` with the arm): the static and the
     moving part (mesh names) and the arm's solids (``sim_core.robot.visual``)."""
+    from sim_core.systems.arm.system import arm_of, joints
     from sim_core.systems.arm.visual import arm_solids
     shape = model.shapes[0]
     p_mesh = state.p_w[0] - state.R_wb[0] @ model.bodies[0].com_part       # the mesh frame's origin
     return Snapshot(t=state.t,
                     parts=[(static, shape.p_ws, shape.R_ws, BOLT_RGBA), (moving, p_mesh, state.R_wb[0], NUT_RGBA)],
-                    arm=arm_solids(model.arm.arm, state.q))
+                    arm=arm_solids(arm_of(model)[1].arm, joints(state)[0]))

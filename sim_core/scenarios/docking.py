@@ -125,7 +125,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                   gravity=g)
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
-        model = replace(model, arm=scenario.arm_system(cfg, K, D, body=0))
+        model = replace(model, systems=(scenario.arm_system(cfg, K, D, body=0),))
     st = cfg["start"]
     R = scenario.set_rotation(math.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
     state = State(0.0, np.array(st["position"], dtype=np.float64) + R @ com, R, np.zeros(6))

@@ -30,6 +30,7 @@ from sim_core.geometry.sdf import exact_sdf
 from sim_core.io.progress import compile_watch
 from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
 from sim_core.paths import assets_dir, scenario_path
+from sim_core.systems.arm.system import joints
 from sim_core.types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
@@ -168,7 +169,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
                   contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
     if cfg["arm"]["robot"] == "panda":
-        model = replace(model, arm=arm_system(cfg, K, D, body=0))
+        model = replace(model, systems=(arm_system(cfg, K, D, body=0),))
     st = cfg["start"]
     yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
     state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))
@@ -179,9 +180,9 @@ def arm_system(cfg: dict, K: np.ndarray, D: np.ndarray, body: int = 0):
     """The arm of a validated scenario config: a Panda (with the infinite-turn gripper when
     ``[arm] gripper = "turning"``) at the configured base, holding `body` at its axis, tool
     pointing down it; the [drive] gains (K, D) become the tool's admittance gains."""
-    from sim_core.dynamics.blocks import ArmSystem
     from sim_core.systems.arm import control
     from sim_core.systems.arm.arm import Arm
+    from sim_core.systems.arm.system import ArmSystem
     a = cfg["arm"]
     arm = Arm(gripper_joint=(a["gripper"] == "turning"), base_p=np.array(a["base_position"], float))
     ks, kd = a["coupling_stiffness"], a["coupling_damping"]
@@ -328,8 +329,8 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
         res.fallback.append(info.fallback)
         res.n_contacts.append(info.n_contacts)
         res.force.append(float(np.linalg.norm(info.contact_wrench[0, :3])))
-        if model.arm is not None:
-            res.arm_q.append(state.q.copy())
+        if model.systems:
+            res.arm_q.append(joints(state)[0].copy())
         if neural:
             res.exact_max_pen.append(true_penetration(model, state))   # outside the timing
         if on_step is not None:
