@@ -23,6 +23,7 @@ from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
 from sim_core.contact import materials
 from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, TICK, pack_physics, snapshot_layout
+from sim_core.systems.arm.system import joints
 from sim_core.types import Inputs, State
 
 
@@ -94,11 +95,12 @@ def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | 
     if m:
         x[:m] = info.contacts.x_w[:m]
         f[:m] = info.forces_w[:m]
+    aq = joints(st)[0]
     q = np.zeros(ARM_NQ)
-    q[:st.q.size] = st.q
+    q[:aq.size] = aq
     return snapshot_layout(st.p_w.shape[0]).pack(t=st.t, p=st.p_w, R=st.R_wb, n=m, x=x, f=f, rate=stats.rate(),
                          step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
-                         steps=stats.count, nq=st.q.size, q=q, **(task or {}))
+                         steps=stats.count, nq=aq.size, q=q, **(task or {}))
 
 
 def log_ticks(log, records: np.ndarray) -> None:

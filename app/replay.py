@@ -75,11 +75,13 @@ def replay(log: Log, verify: bool = False):
                        "this version replays logs of its one step")
     if not parts:
         raise LogError(f"{log.path}: /part_state empty, no start state to replay from")
-    if model.arm is not None and not arms:
+    from sim_core.systems.arm.system import ArmState, arm_of, joints, with_arm_state
+    has_arm = arm_of(model) is not None
+    if has_arm and not arms:
         raise LogError(f"{log.path}: /arm_state missing, but the scenario's arm holds the part")
-    arm_sizes = {} if model.arm is None else {"q": state0.q.size, "qd": state0.qd.size}
+    arm_sizes = {} if not has_arm else dict(zip(("q", "qd"), (a.size for a in joints(state0))))
     parts = [checked(log, "/part_state", k, m) for k, (_, m) in enumerate(parts)]
-    arms = [checked(log, "/arm_state", k, m, arm_sizes) for k, (_, m) in enumerate(arms)] if model.arm else []
+    arms = [checked(log, "/arm_state", k, m, arm_sizes) for k, (_, m) in enumerate(arms)] if has_arm else []
     # the first /part_state (and /arm_state) is the initial state, written before the first step
     # the log holds the held part (Model.hand_body); every other body starts where the
     # scenario builds it and is held there, as the physics loop does (physics_loop.held_inputs)
@@ -88,7 +90,7 @@ def replay(log: Log, verify: bool = False):
     P[h], R[h], V[h] = first["p_w"], first["R_wb"].reshape(3, 3), first["V"]
     state = replace(state0, t=float(first["t"]), p_w=P, R_wb=R, V=V)
     if arms:
-        state = replace(state, q=arms[0]["q"], qd=arms[0]["qd"])
+        state = with_arm_state(model, state, ArmState(arms[0]["q"], arms[0]["qd"]))
     err_p = err_v = 0.0
     n = 0
     for k, (_, raw) in enumerate(inputs):
@@ -108,8 +110,9 @@ def replay(log: Log, verify: bool = False):
             err_p = _worse(err_p, state.p_w[h] - ref["p_w"], state.R_wb[h].ravel() - ref["R_wb"])
             err_v = _worse(err_v, state.V[h] - ref["V"])
             if k + 1 < len(arms):
-                err_p = _worse(err_p, state.q - arms[k + 1]["q"])
-                err_v = _worse(err_v, state.qd - arms[k + 1]["qd"])
+                q, qd = joints(state)
+                err_p = _worse(err_p, q - arms[k + 1]["q"])
+                err_v = _worse(err_v, qd - arms[k + 1]["qd"])
     if verify and len(parts) != len(inputs) + 1 and not (log.truncated and len(parts) == len(inputs)):
         raise LogError(f"{log.path}: {len(inputs)} /physics_input but {len(parts)} /part_state messages "
                        "(one more than the steps expected): not verified")

@@ -88,7 +88,9 @@ def _with_hand_at(state, h: int, p0, R0):
 
 
 def _arm_start(model, st) -> dict:
-    return {"q0": st.q.tolist(), "qd0": st.qd.tolist()}
+    from sim_core.systems.arm.system import joints
+    q, qd = joints(st)
+    return {"q0": q.tolist(), "qd0": qd.tolist()}
 
 
 def start_state(spec: dict):
@@ -96,13 +98,15 @@ def start_state(spec: dict):
     spec's pose (``p0``, ``R0``), every other body at its built start (``bodies_p0``,
     ``bodies_R0``), all at rest, and the arm (if any) at the configuration the main process
     solved for it (``q0``), so the physics and the log agree."""
+    from sim_core.systems.arm.system import ArmState
     from sim_core.types import State
     h = spec.get("hand", 0)
     P = np.array(spec.get("bodies_p0", [spec["p0"]]), dtype=np.float64).reshape(-1, 3)
     R = np.array(spec.get("bodies_R0", [spec["R0"]]), dtype=np.float64).reshape(-1, 3, 3)
     P[h], R[h] = spec["p0"], spec["R0"]
-    return State(0.0, P, R, np.zeros((len(P), 6)),
-                 q=np.array(spec["q0"], dtype=np.float64), qd=np.array(spec["qd0"], dtype=np.float64))
+    q0 = np.array(spec["q0"], dtype=np.float64)
+    arm = (ArmState(q0, np.array(spec["qd0"], dtype=np.float64)),) if q0.size else ()   # a session's only system
+    return State(0.0, P, R, np.zeros((len(P), 6)), systems=arm)
 
 
 def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> None:
@@ -118,6 +122,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     from sim_core.scenarios import scenario
     numba.set_num_threads(PHYSICS_THREADS)
     from sim_core import step as step_mod
+    from sim_core.systems.arm.system import joints
     model, _, cfg = scenario.load(spec["scenario"])
     state = start_state(spec)
     h = model.hand_body
@@ -174,7 +179,7 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
                  "final": {"p_w": res["final"].p_w[h].tolist(), "R_wb": res["final"].R_wb[h].tolist(),
-                           "q": res["final"].q.tolist()},
+                           "q": joints(res["final"])[0].tolist()},
                  "dropped": phys_ring.dropped if writer is not None else 0,
                  "spilled": writer.spilled if writer is not None else 0})
     except Exception as e:  # noqa: BLE001 - report it; the main process ends the session

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         _, _, cfg = scenario.load(task)
         model, state, res = run(copy.deepcopy(cfg), task)
         steps = np.array(res.step_times) * 1e3
-        print(f"\n{task}: {res.steps} steps of {model.dt * 1e3:g} ms, arm with {model.arm.arm.nv} joints, "
+        print(f"\n{task}: {res.steps} steps of {model.dt * 1e3:g} ms, arm with {model.systems[0].arm.nv} joints, "
               f"real-time factor {res.steps * model.dt / (steps.sum() / 1e3):.2f} (simulated / step time)")
         print(f"  {'stage':12s} {'median ms':>10s} {'p99 ms':>10s}")
         for s in step_mod.STAGES:

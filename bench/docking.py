@@ -408,7 +408,7 @@ def complete_step(pins=(1, 4, 20), dt: float = 0.01, duration: float | None = No
         comp = np.array(res.compile_times)
         keep = comp == 0.0                                               # steps that compiled nothing
         st = steps[keep]
-        rows.append({"pins": n, "steps": res.steps, "arm": model.arm is not None, "compiling": int((~keep).sum()),
+        rows.append({"pins": n, "steps": res.steps, "arm": bool(model.systems), "compiling": int((~keep).sum()),
                      "median": float(np.median(st)), "p99": float(np.percentile(st, 99)),
                      "rtf_median": dt / float(np.median(st)), "rtf_sum": res.steps * dt / float(steps.sum()),
                      "stages": {s: (float(np.median(np.array(res.stage_times[s])[keep])),

@@ -28,7 +28,7 @@ from dataclasses import replace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from sim_core.contact import cspace, materials, solver_pgs, solver_sor
+from sim_core.contact import cspace, frames, materials, solver_pgs, solver_sor
 from sim_core.contact import solvers as contact_solve  # noqa: E402
 from sim_core.dynamics import blocks as dynamics
 from sim_core.dynamics import pmi
@@ -81,7 +81,7 @@ def time_solvers(model, probs):
         # residuals of the SOR solution (without C-space: the N-space conditions)
         A, b = pmi.system(body.mass, body.inertia_b, st.V, model.dt, F0, B)
         A_inv = np.linalg.inv(A)
-        G, Cf = solver_pgs.contact_jacobians(reps.x_w, reps.n_w, st.p_w, st.R_wb)
+        G, Cf = frames.contact_jacobians(reps.x_w, reps.n_w, st.p_w, st.R_wb)
         mu, beta = materials.uniform(c.material, len(reps))
         bn = solver_pgs.normal_targets(G, st.V, reps.d, model.dt, beta)
         lam0, _ = solver_sor.warm_start(reps, Cf, full.warm)

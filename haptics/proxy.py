@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from haptics.local_contact import LocalContact, cspace_gap_kernel, gaps_kernel
-from sim_core.contact import solver_pgs
+from sim_core.contact import frames, solver_pgs
 from sim_core.contact.solvers import PUSH_OUT_SLACK
 from sim_core.dynamics import pmi
 
@@ -168,7 +168,7 @@ def proxy_kernel(m, J, p, R, V, F, B, T, r_b, n_w, d_ref, p_ref, R_ref, mu, nc, 
     A_inv = np.linalg.inv(A)
     V_free = A_inv @ b
     x, d = gaps_kernel(r_b, n_w, d_ref, p_ref, R_ref, p, R)
-    G, _ = solver_pgs.contact_jacobians(x, n_w, p, R)
+    G, _ = frames.contact_jacobians(x, n_w, p, R)
     g_c = np.zeros(6)
     d_c = 0.0
     if use_nc:

@@ -4,33 +4,39 @@ benches, reference-data generation and training (ARCHITECTURE sec. 4).
 
 It reads as its stages:
 
-1. **loads** -- each body's drive (or the arm's grasp) at the start of the step (``dynamics``);
+1. **loads** -- every body's drive and PMI block in one kernel (``systems.rigid``), and each
+   system's state at the start of the step (``System.prepare``: the arm's grasp);
 2. **collision** -- per contact pair, broad phase and detection (``collision.DETECTORS``);
 3. **clustering** -- per pair, the configured reduction to representatives
    (``clustering.CLUSTERINGS``);
 4. **C-space** -- the pair's C-space constraint row, when a network is configured (``cspace``);
-5. **blocks** -- every body's PMI block, the arm folded in (``dynamics.assemble``);
+5. **blocks** -- the couplings' terms (``dynamics.couplings``) and each system folded into the
+   bodies' blocks (``System.fold``);
 6. **solving** -- the configured solver on the Delassus operator of the contacts, island by
-   island (``contact.solvers.SOLVERS``, ``islands``);
-7. **integration** -- poses and the arm's joints (``dynamics.integrate``).
+   island, islands joined by couplings and body-body contacts (``contact.solvers.SOLVERS``,
+   ``islands``, ``solve``), each contact with its pair's material (``contact.materials``);
+7. **integration** -- every body's pose in one kernel (``systems.rigid.advance``) and each
+   system's own state (``System.advance``).
+
+The step loops over ``Model.systems`` through one interface (``systems.base``) and names none.
 
 ``dt`` is an argument (the model's is only the default), so a variable step needs nothing else.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from sim_core.collision import detectors as collision
-from sim_core.contact import clustering, cspace, materials
-from sim_core.contact.solver_pgs import world_jacobians
+from sim_core.contact import clustering, cspace, frames, materials
 from sim_core.contact.solvers import SOLVERS, Solution
-from sim_core.dynamics import blocks as dynamics
+from sim_core.dynamics import couplings
+from sim_core.systems import rigid
 from sim_core.types import Contacts, Inputs, Model, State, Warm
 
-STAGES = ("broadphase", "detection", "clustering", "cspace", "arm", "solving", "integration")
+STAGES = ("broadphase", "detection", "clustering", "cspace", "systems", "solving", "integration")
 
 
 class Laps:
@@ -118,60 +124,97 @@ def cspace_row(model: Model, state: State):
 def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tuple[State, StepInfo]:
     dt = model.dt if dt is None else float(dt)
     laps = Laps()
-    loads = dynamics.loads(model, state, inp, dt)
-    laps.lap("arm")
-    found = collide(model, state, dt, loads.pull, laps)
+    blk = rigid.blocks(model, state, inp, dt)
+    preps = [s.prepare(model, state, sub, inp, dt, blk) for s, sub in zip(model.systems, state.systems)]
+    laps.lap("systems")
+    found = collide(model, state, dt, blk.pull, laps)
     row = cspace_row(model, state)
     laps.lap("cspace")
-    system = dynamics.assemble(model, state, inp, dt, loads)
-    laps.lap("arm")
+    A_ab, _ = couplings.apply(model.couplings, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)
+    folds = [s.fold(model, state, sub, inp, dt, prep, blk)
+             for s, sub, prep in zip(model.systems, state.systems, preps)]
+    laps.lap("systems")
     c = found.contacts
     on = c.bodies()
-    sol = solve(model, state, c, on, system, row, dt)
+    sol = solve(model, state, c, on, blk, A_ab, row, dt)
     laps.lap("solving")
     warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget)
-    if system.arm is None:
-        nxt, tau, grasp = dynamics.integrate(model, state, sol.V, dt, warm), np.zeros(0), 0.0
-    else:
-        qd, tau = dynamics.arm_after(system.arm, sol.V.reshape(-1, 6)[model.arm.body])
-        nxt = dynamics.integrate(model, state, sol.V, dt, warm, qd, system.arm.flange_home,
-                                 system.arm.grip_turn)
-        grasp = system.arm.grasp_error
+    Vn = sol.V.reshape(model.n_bodies, 6)
+    p, R = rigid.advance(state, Vn, dt)
+    subs, report = [], {}
+    for s, sub, fd in zip(model.systems, state.systems, folds):
+        nxt_sub, rep = s.advance(model, sub, fd, Vn, dt)
+        subs.append(nxt_sub)
+        report.update(rep)
+    nxt = State(state.t + dt, p, R, Vn, warm, tuple(subs))
     laps.lap("integration")
-    return nxt, info_of(model, found, sol, laps, tau, grasp, dt)
+    return nxt, info_of(model, found, sol, laps, dt=dt, **report)
 
 
-def islands(n_bodies: int, on: np.ndarray, other: np.ndarray) -> list[np.ndarray]:
-    """Groups of bodies that share a constraint: contacts between two bodies join them (a
-    body's contacts with the world and its own couplings -- the arm's grasp -- do not).  Each
-    island is solved on its own, so a body's solution does not depend on what else is in the
-    world: the same arithmetic as a world of that island alone (the one-world test checks
-    two pegs in two holes against their single runs)."""
-    parent = list(range(n_bodies))
+def islands(n_bodies: int, on: np.ndarray, other: np.ndarray, ca: np.ndarray | None = None,
+            cb: np.ndarray | None = None) -> list[np.ndarray]:
+    """Groups of bodies that share a constraint: contacts between two bodies (`on`, `other`)
+    and couplings between two bodies (`ca`, `cb`) join them (a body's contacts and couplings
+    with the world and the systems folded into it -- the arm's grasp -- do not).  Each island
+    is solved on its own, so a body's solution does not depend on what else is in the world:
+    the same arithmetic as a world of that island alone (the one-world test checks two pegs
+    in two holes against their single runs)."""
+    parent = np.arange(n_bodies)
 
     def root(i):
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
-    for a, b in zip(on[other >= 0], other[other >= 0]):
-        parent[root(int(a))] = root(int(b))
-    groups: dict[int, list[int]] = {}
-    for i in range(n_bodies):
-        groups.setdefault(root(i), []).append(i)
-    return [np.array(g, np.int64) for g in groups.values()]
+    a = on[other >= 0]
+    b = other[other >= 0]
+    if ca is not None and len(ca):
+        a = np.concatenate([a, ca[ca >= 0]])
+        b = np.concatenate([b, cb[ca >= 0]])
+    for x, y in zip(a.tolist(), b.tolist()):
+        parent[root(x)] = root(y)
+    roots = np.array([root(i) for i in range(n_bodies)], np.int64)
+    _, first, label = np.unique(roots, return_index=True, return_inverse=True)
+    order = np.argsort(first)                  # islands in the order of their first body
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    label = rank[label]
+    by = np.argsort(label, kind="stable")
+    return np.split(by, np.cumsum(np.bincount(label))[:-1])
 
 
-def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, dt: float):
-    """Stage 6: the configured solver per island (``islands``), assembled into one solution."""
+# An island of at most this many bodies and no couplings is solved in velocity space: its
+# block-diagonal A inverted (6 B_i x 6 B_i, today's arithmetic) and the dense G (m,3,6 B_i).
+# Larger or coupled islands are solved in contact space through a sparse LU (``_contact_space``).
+SMALL_ISLAND = 4
+
+
+def _take(c: Contacts, rows: np.ndarray, body: np.ndarray, other: np.ndarray) -> Contacts:
+    """Contacts `rows` of `c`, relabelled (body, other): every per-contact array is sliced, so a
+    new per-contact field needs nothing here."""
+    m = len(c)
+    kw = {f.name: getattr(c, f.name) for f in fields(c)}
+    kw = {k: (v[rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == m else v) for k, v in kw.items()}
+    kw.update(body=body, other=other)
+    return Contacts(**kw)
+
+
+def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, row, dt: float):
+    """Stage 6: the configured solver per island (``islands``), assembled into one solution.
+    `blk` the bodies' blocks (``systems.rigid.Blocks``, the systems and couplings' diagonal
+    terms in), `A_ab` (c,6,6) the couplings' off-diagonal blocks."""
     solver = SOLVERS[model.contact.solver]
     other = c.others()
     V_prev = state.V.reshape(-1)
-    mu, beta = materials.per_contact(model, c)      # materials: (m,) each, sliced by island rows below
-    if model.n_bodies == 1:
-        G, Cf = world_jacobians(c.x_w, c.n_w, on, other, state.p_w, state.R_wb)
-        return solver(model.contact, c, G, Cf, system.A, system.b, V_prev, dt, state.warm, row, mu=mu, beta=beta)
-    groups = islands(model.n_bodies, on, other)
+    cp = model.couplings
+    ca = cb = None
+    if cp is not None and len(cp):
+        ca, cb = cp.a, cp.b
+    if model.n_bodies == 1 and (ca is None or not (ca >= 0).any()):
+        G, Cf = frames.world_jacobians(c.x_w, c.n_w, on, other, state.p_w, state.R_wb)
+        mu, beta = materials.per_contact(model, c)
+        return solver(model.contact, c, G, Cf, blk.A[0], blk.b[0], V_prev, dt, state.warm, row, mu=mu, beta=beta)
+    groups = islands(model.n_bodies, on, other, ca, cb)
     n, m = 6 * model.n_bodies, len(c)
     V, gen = np.empty(n), np.zeros(n)
     lam, forces = np.zeros((m, 3)), np.zeros((m, 3))
@@ -185,10 +228,8 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
         cols = (6 * g[:, None] + np.arange(6)).ravel()
         rows = np.flatnonzero(local[on] >= 0)
         # the island as a world of its own: its bodies renumbered from 0
-        sub = Contacts(c.x_w[rows], c.n_w[rows], c.d[rows], None if c.idx is None else c.idx[rows], local[on[rows]],
-                       np.where(other[rows] >= 0, local[np.maximum(other[rows], 0)], other[rows]),
-                       None if c.pair is None else c.pair[rows])
-        G, Cf = world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
+        sub = _take(c, rows, local[on[rows]],
+                    np.where(other[rows] >= 0, local[np.maximum(other[rows], 0)], other[rows]))
         warm = None
         if state.warm is not None:
             keep = local[state.warm.body] >= 0
@@ -198,9 +239,20 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
         row_g = None
         if row is not None and np.any(row[0][cols]):
             row_g = (row[0][cols], row[1])
-        s = solver(model.contact, sub, G, Cf, system.A[np.ix_(cols, cols)], system.b[cols], V_prev[cols], dt,
-                   warm, row_g, mu=mu[rows], beta=beta[rows])
-        V[cols], gen[cols] = s.V, s.generalized
+        kc = np.zeros(0, np.int64) if ca is None else np.flatnonzero((local[cb] >= 0) & (ca >= 0))
+        if kc.size == 0 and g.size <= SMALL_ISLAND:
+            A = np.zeros((cols.size, cols.size))
+            for j in range(g.size):
+                A[6 * j:6 * j + 6, 6 * j:6 * j + 6] = blk.A[g[j]]
+            G, Cf = frames.world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
+            mu, beta = materials.per_contact(model, sub)
+            s = solver(model.contact, sub, G, Cf, A, blk.b[g].ravel(), V_prev[cols], dt, warm, row_g, mu=mu, beta=beta)
+            V[cols], gen[cols] = s.V, s.generalized
+        else:
+            if row_g is not None:
+                raise ValueError("step.solve: a C-space row on a coupled or large island is not supported")
+            s, V[cols], gen[cols] = _contact_space(model, state, solver, sub, g, blk, local[ca[kc]], local[cb[kc]],
+                                                   A_ab[kc], V_prev[cols], dt, warm)
         lam[rows], forces[rows] = s.lam, s.forces_w
         sweeps, lam_c = max(sweeps, s.sweeps), lam_c + s.lam_c
         if s.budget is not None:
@@ -208,8 +260,61 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, system, row, 
     return Solution(V, lam, forces, gen, sweeps, lam_c, budget)
 
 
+def island_matrix(A_blocks: np.ndarray, a: np.ndarray, b: np.ndarray, A_ab: np.ndarray):
+    """The island's A (6k x 6k) as a sparse CSC matrix: its bodies' blocks on the diagonal,
+    each coupling's A_ab at (a, b) and its transpose at (b, a) (local body indices)."""
+    from scipy import sparse
+    k = A_blocks.shape[0]
+    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
+    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
+         (6 * b[:, None, None] + ii).ravel()]
+    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
+          (6 * a[:, None, None] + jj).ravel()]
+    v = [A_blocks.ravel(), A_ab.ravel(), A_ab.transpose(0, 2, 1).ravel()]
+    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
+
+
+def _contact_space(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm):
+    """A coupled (or large) island: A factorized once by a sparse LU (SuperLU, COLAMD order:
+    a chain is banded, a tree or an FEM mesh is not, and the fill stays near linear for
+    both), V_free = A^-1 b, and with the contacts' sparse rows G (a contact touches at most
+    two bodies) X = A^-1 G^T (one multi-right-hand-side solve), the Delassus operator
+    W = G X (3m x 3m).  The solver kernels then run unchanged on the contact-space problem:
+    G' the identity rows, A^-1' = W, V_free' = G V_free, V_prev' = G V_prev; and
+    V+ = V_free + X lambda.  Couplings are linear in V+ (PMI potential action), so they are
+    solved with the contacts exactly, through the factorization."""
+    from scipy.sparse.linalg import splu
+    lu = splu(island_matrix(blk.A[g], a, b, A_ab))
+    V_free = lu.solve(blk.b[g].ravel())
+    k, m = g.size, len(sub)
+    if m == 0:
+        keep = None if warm is None else warm.budget
+        return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(6 * k), 0, budget=keep), \
+            V_free, np.zeros(6 * k)
+    Gb, Go, Cf = frames.contact_rows(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
+    Gt = np.zeros((6 * k, 3 * m))                 # G^T, dense over the island's coordinates
+    cb6 = 6 * sub.body[:, None] + np.arange(6)
+    for i in range(3):
+        Gt[cb6, 3 * np.arange(m)[:, None] + i] += Gb[:, i, :]
+    w = sub.other >= 0
+    if w.any():
+        co6 = 6 * sub.other[w][:, None] + np.arange(6)
+        for i in range(3):
+            np.add.at(Gt, (co6, 3 * np.flatnonzero(w)[:, None] + i), Go[w, i, :])
+    X = lu.solve(Gt)
+    W = Gt.T @ X
+    eye = np.zeros((m, 3, 3 * m))
+    eye[np.arange(m)[:, None], np.arange(3)[None, :], 3 * np.arange(m)[:, None] + np.arange(3)[None, :]] = 1.0
+    mu, beta = materials.per_contact(model, sub)
+    s = solver(model.contact, sub, eye, Cf, None, None, Gt.T @ V_prev, dt, warm, None,
+               free=(W, Gt.T @ V_free), n_bodies=k, mu=mu, beta=beta)
+    lam = s.lam.ravel()
+    return s, V_free + X @ lam, Gt @ lam
+
+
 def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: float = 0.0,
             dt: float = 0.0) -> StepInfo:
+    # tau, grasp_error: what the systems report (``systems.base.System.advance``)
     """What a step reports, from its contacts, the candidates' depths and the solve."""
     tau = np.zeros(0) if tau is None else tau
     pen = -found.d_all[found.d_all < 0.0]
@@ -222,11 +327,8 @@ def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: 
 
 
 def start(model: Model, state: State) -> State:
-    """A start state made whole: the arm (if any) at the configuration holding its body, at
-    rest, with no controller latch yet."""
-    if model.arm is None:
+    """A start state made whole: each system's sub-state at the bodies' start poses (the arm:
+    the configuration holding its body, at rest, no controller latch yet)."""
+    if not model.systems:
         return state
-    from dataclasses import replace
-    i = model.arm.body
-    q = dynamics.arm_start(model.arm, state.R_wb[i], state.p_w[i])
-    return replace(state, q=q, qd=np.zeros(model.arm.arm.nv), flange_home=None, grip_turn=None)
+    return replace(state, systems=tuple(s.start(model, state) for s in model.systems))

@@ -1,13 +1,14 @@
 """The simulator's data: a constant ``Model`` and a changing ``State`` (the brax / MJX split).
 
-A world holds rigid **bodies** (index 0 .. B-1), world-fixed **shapes** (the static parts) and
+A world holds rigid **bodies** (index 0 .. B-1), world-fixed **shapes** (the static parts),
 **contact pairs**, each joining a body's contact nodes to a shape through a detector named by
 shape kinds (``collision.DETECTORS``), each of a contact ``Material`` (its own, or the world's
-default from ``[contact]``; ``contact.materials``).  A system with its own coordinates -- the Panda arm
-(q, qd) -- holds one body through a grasp coupling (``dynamics``).  Everything that changes
-during a run lives in ``State`` (poses, twists, the arm's joints, the controller's latch, the
-solver's warm start); everything in ``Model`` is fixed.  Scenario data (waypoints, part
-dimensions, figures) lives in ``scenario.Scenario``, not here.
+default from ``[contact]``; ``contact.materials``), **couplings** between bodies
+(``dynamics.couplings``) and **systems** with coordinates of their own (``systems.base``: the
+Panda holding one body through a grasp coupling).  Everything that changes during a run lives
+in ``State`` (poses, twists, each system's sub-state, the solver's warm start); everything in
+``Model`` is fixed.  Scenario data (waypoints, part dimensions, figures) lives in
+``scenario.Scenario``, not here.
 
 Frames: ``_w`` world, ``_b`` a body's frame (origin at its centre of mass, axes of its mesh),
 ``_s`` a static shape's frame.  Units SI.  Shapes below: B bodies, N a body's nodes, m
@@ -23,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:                  # types only: this module imports no stage
     from sim_core.contact.cspace import CSpaceNet
     from sim_core.contact.interaction_networks import INClustering
-    from sim_core.dynamics.blocks import ArmSystem
+    from sim_core.dynamics.couplings import Couplings
     from sim_core.geometry.docking import HoleBlock, PinPlate
 
 WORLD = -1      # the "other body" of a contact with a world-fixed shape
@@ -135,7 +136,9 @@ class Model:
     contact: ContactParams
     drive: Drive
     dt: float                      # s, the default step T (``step`` takes any)
-    arm: ArmSystem | None = None   # the Panda holding one body (None: drives only)
+    systems: tuple = ()            # systems with coordinates of their own (``systems.base.System``:
+                                   # the Panda holding a body), folded into the bodies' blocks
+    couplings: Couplings | None = None  # spring-dampers between bodies' anchor frames (``dynamics.couplings``)
     gravity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s^2, world; zero: the
                                    # seed's (and a space servicer's) setting; the arm ignores it
     hand_body: int = 0             # index in bodies of the part the hand holds in a session: the haptic
@@ -181,11 +184,7 @@ class State:
     R_wb: np.ndarray               # (B,3,3) body orientations in world
     V: np.ndarray                  # (B,6) [v_w m/s; w_b rad/s] per body
     warm: Warm | None = None
-    q: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (nq,) the arm's configuration
-    qd: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (nv,) rad/s, its joint velocities
-    flange_home: np.ndarray | None = None  # (3,3) the wrist's held orientation (the controller's latch)
-    grip_turn: np.ndarray | None = None    # (2,) rad, the gripper spring's latch: its turn error and the
-                                           # wrapped reading it came from (control.turn_error)
+    systems: tuple = ()            # one sub-state per Model.systems entry (the arm's: systems.arm.system.ArmState)
 
     def __post_init__(self):
         object.__setattr__(self, "p_w", _batched(self.p_w, (3,)))

@@ -73,8 +73,9 @@ def complete_snapshot(model, state) -> Snapshot:
     """A frame of the complete simulation (a ``types.State`` with the arm): every fixed shape
     and every body (their names are their meshes'), and the arm's solids
     (``sim_core.systems.arm.visual``)."""
+    from sim_core.systems.arm.system import arm_of, joints
     from sim_core.systems.arm.visual import arm_solids
     parts = [(s.name, s.p_ws, s.R_ws, BOLT_RGBA) for s in model.shapes]
     for b, p, R in zip(model.bodies, state.p_w, state.R_wb):
         parts.append((b.name, p - R @ b.com_part, R, NUT_RGBA))        # from the mesh frame's origin
-    return Snapshot(t=state.t, parts=parts, arm=arm_solids(model.arm.arm, state.q))
+    return Snapshot(t=state.t, parts=parts, arm=arm_solids(arm_of(model)[1].arm, joints(state)[0]))

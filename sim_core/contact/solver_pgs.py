@@ -36,82 +36,11 @@ and projects onto the disk -- the classic PGS that the seed solver will be compa
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def contact_frames(n_w):
-    """(m,3,3) frames [n t1 t2] as columns, t1 from the least-aligned world axis (x, or y
-    when the normal is within 53 deg of x).  Scalar arithmetic: no temporaries per contact
-    (an every-node step has ~900 contacts)."""
-    m = n_w.shape[0]
-    Cf = np.empty((m, 3, 3))
-    for i in range(m):
-        n0, n1, n2 = n_w[i, 0], n_w[i, 1], n_w[i, 2]
-        if abs(n0) < 0.6:                        # a = x: t1 = x - n0 n
-            t0, t1_, t2_ = 1.0 - n0 * n0, -n0 * n1, -n0 * n2
-        else:                                    # a = y: t1 = y - n1 n
-            t0, t1_, t2_ = -n1 * n0, 1.0 - n1 * n1, -n1 * n2
-        s = 1.0 / math.sqrt(t0 * t0 + t1_ * t1_ + t2_ * t2_)
-        t0, t1_, t2_ = t0 * s, t1_ * s, t2_ * s
-        Cf[i, 0, 0], Cf[i, 1, 0], Cf[i, 2, 0] = n0, n1, n2
-        Cf[i, 0, 1], Cf[i, 1, 1], Cf[i, 2, 1] = t0, t1_, t2_
-        Cf[i, 0, 2] = n1 * t2_ - n2 * t1_          # t2 = n x t1
-        Cf[i, 1, 2] = n2 * t0 - n0 * t2_
-        Cf[i, 2, 2] = n0 * t1_ - n1 * t0
-    return Cf
-
-
-@njit(cache=True)
-def _rows(G, i, col, sign, Cf_i, R, x, p):
-    """Contact i's three rows in the six columns from `col` of the body at (p, R): row k of
-    C^T J is [c_k, r_b x (R^T c_k)] (J = [I, -R S(r_b)], and -a^T S(r) = (r x a)^T)."""
-    d0, d1, d2 = x[0] - p[0], x[1] - p[1], x[2] - p[2]
-    r0 = R[0, 0] * d0 + R[1, 0] * d1 + R[2, 0] * d2          # r_b = R^T (x - p)
-    r1 = R[0, 1] * d0 + R[1, 1] * d1 + R[2, 1] * d2
-    r2 = R[0, 2] * d0 + R[1, 2] * d1 + R[2, 2] * d2
-    for k in range(3):
-        c0, c1, c2 = Cf_i[0, k], Cf_i[1, k], Cf_i[2, k]
-        b0 = R[0, 0] * c0 + R[1, 0] * c1 + R[2, 0] * c2      # R^T c_k
-        b1 = R[0, 1] * c0 + R[1, 1] * c1 + R[2, 1] * c2
-        b2 = R[0, 2] * c0 + R[1, 2] * c1 + R[2, 2] * c2
-        G[i, k, col] += sign * c0
-        G[i, k, col + 1] += sign * c1
-        G[i, k, col + 2] += sign * c2
-        G[i, k, col + 3] += sign * (r1 * b2 - r2 * b1)
-        G[i, k, col + 4] += sign * (r2 * b0 - r0 * b2)
-        G[i, k, col + 5] += sign * (r0 * b1 - r1 * b0)
-
-
-@njit(cache=True)
-def world_jacobians(x_w, n_w, body, other, p_w, R_wb):
-    """G_i = C_i^T (J_i(body) - J_i(other)), (m,3,6B), and the frames C_i (m,3,3): contact i
-    pushes `body[i]` along its normal and `other[i]` (``types.WORLD``: nothing) the other way.
-    J_i = [I, -R S(r_b)] maps a body's twist [v_w; w_b] to the world velocity of its point
-    x_w, r_b = R^T (x_w - p) (body axes), in that body's six columns."""
-    m = x_w.shape[0]
-    Cf = contact_frames(n_w)
-    G = np.zeros((m, 3, 6 * p_w.shape[0]))
-    for i in range(m):
-        _rows(G, i, 6 * body[i], 1.0, Cf[i], R_wb[body[i]], x_w[i], p_w[body[i]])
-        if other[i] >= 0:
-            _rows(G, i, 6 * other[i], -1.0, Cf[i], R_wb[other[i]], x_w[i], p_w[other[i]])
-    return G, Cf
-
-
-@njit(cache=True)
-def contact_jacobians(x_w, n_w, p_w, R_wb):
-    """``world_jacobians`` of one body's contacts with the world: G (m,3,6), frames (m,3,3)
-    (the haptic proxy's kernel calls it at 1 kHz)."""
-    m = x_w.shape[0]
-    Cf = contact_frames(n_w)
-    G = np.zeros((m, 3, 6))
-    for i in range(m):
-        _rows(G, i, 0, 1.0, Cf[i], R_wb, x_w[i], p_w)
-    return G, Cf
+# the contact frames and Jacobians live in ``frames``; re-exported for the proxy and the tests
+from sim_core.contact.frames import contact_frames, contact_jacobians, world_jacobians  # noqa: F401
 
 
 @njit(cache=True)

@@ -1,12 +1,13 @@
 """Contact solving (stage 4): the table ``SOLVERS`` of solvers with one signature.
 
-Each takes the world's linear PMI system  A V+ = b + G^T lambda (+ N^C lambda^C)  over all n
-velocity coordinates of the bodies (assembled by ``dynamics`` from their blocks, the arm
-folded into the body it holds), the contacts with their Jacobians G (m,3,n) and frames, and
-their materials as the arrays mu (m,) and beta (m,) (friction and penetration gain per
-contact, ``materials.per_contact``), and returns a ``Solution``.  Both solvers work on the
-Delassus operator G A^-1 G^T contact by contact (3x3 blocks W_i = G_i A^-1 G_i^T), so neither
-knows how many bodies there are.
+Each takes an island's linear PMI system  A V+ = b + G^T lambda (+ N^C lambda^C)  over its n
+velocity coordinates (``step.solve``: the bodies' blocks, the systems folded in), the contacts
+with their Jacobians G (m,3,n) and frames, and their materials as the arrays mu (m,) and
+beta (m,) (friction and penetration gain per contact, ``materials.per_contact``), and returns
+a ``Solution``; or, for a large coupled island, the same problem in contact space (``free`` =
+(W, G V_free) with G the identity rows: ``step.solve`` factorizes the island and forms the
+Delassus operator W itself).  Both solvers work on the Delassus operator G A^-1 G^T contact by
+contact (3x3 blocks W_i = G_i A^-1 G_i^T), so neither knows how many bodies there are.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.contact import materials, solver_pgs, solver_sor
+from sim_core.contact import frames, materials, solver_pgs, solver_sor
 from sim_core.types import ContactParams, Contacts, Warm
 
 
@@ -45,7 +46,8 @@ def contact_work(G, lam, V_prev, V, dt: float, body, n_bodies: int) -> np.ndarra
     return np.bincount(body, 0.5 * dt * np.einsum("mi,mi->m", lam, u), minlength=n_bodies)
 
 
-def push_out(beta: np.ndarray, contacts: Contacts, G, V_prev, dt: float, warm: Warm | None, solve_with):
+def push_out(beta: np.ndarray, contacts: Contacts, G, V_prev, dt: float, warm: Warm | None, solve_with,
+             n_bodies: int | None = None):
     """The solve with the penetration push-out paid from an energy budget (issue 23 (5)).
 
     The capped targets (``solver_pgs.normal_targets``) make every frictionless contact's work
@@ -63,8 +65,9 @@ def push_out(beta: np.ndarray, contacts: Contacts, G, V_prev, dt: float, warm: W
     torques where the uncapped target had them: -0.8 to -2.5 %; normal work alone: up to
     +2.5 / -4.9 %.)
     beta (m,): each contact's penetration gain.  `solve_with(bn)` -> (lam, V, sweeps, extra)
-    solves with the targets bn."""
-    nb = G.shape[2] // 6
+    solves with the targets bn.  `n_bodies`: how many bodies the budget covers (default: G's
+    columns over 6; a contact-space solve, whose G has 3 m columns, names them)."""
+    nb = G.shape[2] // 6 if n_bodies is None else n_bodies
     budget = np.zeros(nb) if warm is None or warm.budget is None or len(warm.budget) != nb else warm.budget
     body = contacts.bodies()
     capped = solver_pgs.normal_targets(G, V_prev, contacts.d, dt, beta)
@@ -80,11 +83,14 @@ def push_out(beta: np.ndarray, contacts: Contacts, G, V_prev, dt: float, warm: W
 
 
 def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
-              warm: Warm | None, row=None, *, mu: np.ndarray, beta: np.ndarray) -> Solution:
+              warm: Warm | None, row=None, free=None, n_bodies: int | None = None, *, mu: np.ndarray,
+              beta: np.ndarray) -> Solution:
     """Seed 000 Algorithm 1 (``solver_sor``), warm-started; `row` = (N^C (n,), b^C) or None;
-    the penetration push-out paid from the bodies' energy budgets (``push_out``)."""
-    A_inv, V_free = _free(A, b)
-    m, n = len(contacts), A.shape[0]
+    the penetration push-out paid from the bodies' energy budgets (``push_out``).  `free` =
+    (A^-1, A^-1 b) when the caller has them (A, b unused then: ``step.solve``'s contact-space
+    form passes the Delassus operator and the contacts' free velocities)."""
+    A_inv, V_free = _free(A, b) if free is None else free
+    m, n = len(contacts), V_free.shape[0]
     if m == 0 and row is None:
         keep = None if warm is None else warm.budget
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0, budget=keep)
@@ -95,16 +101,18 @@ def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
         lam, lamC, V, its, _, _ = solver_sor.sor(G, A_inv, V_free, bn, mu, params.sor_relaxation,
                                                  params.sor_iterations, params.sor_tolerance, lam0, NC, bC, lamC0)
         return lam, V, its, lamC
-    (lam, V, its, lamC), budget = push_out(beta, contacts, G, V_prev, dt, warm, solve_with)
+    (lam, V, its, lamC), budget = push_out(beta, contacts, G, V_prev, dt, warm, solve_with, n_bodies)
     gen = solver_pgs.contact_wrench(G, lam) + NC * lamC
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), gen, its, float(lamC), budget)
 
 
 def solve_pgs(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
-              warm: Warm | None, row=None, *, mu: np.ndarray, beta: np.ndarray) -> Solution:
-    """Projected Gauss-Seidel (``solver_pgs``), the seed's baseline: cold-started, no C-space row."""
-    A_inv, V_free = _free(A, b)
-    m, n = len(contacts), A.shape[0]
+              warm: Warm | None, row=None, free=None, n_bodies: int | None = None, *, mu: np.ndarray,
+              beta: np.ndarray) -> Solution:
+    """Projected Gauss-Seidel (``solver_pgs``), the seed's baseline: cold-started, no C-space
+    row; `free` as in ``solve_sor``."""
+    A_inv, V_free = _free(A, b) if free is None else free
+    m, n = len(contacts), V_free.shape[0]
     if m == 0:
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0)
     lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, mu, beta, params.pgs_iterations,
@@ -123,7 +131,7 @@ def solve_body(params: ContactParams, contacts: Contacts, body, pose, F0, B, dt:
     representatives with."""
     from sim_core.dynamics import pmi
     A, b = pmi.system(body.mass, body.inertia_b, pose.V, dt, F0, B)
-    G, Cf = solver_pgs.world_jacobians(contacts.x_w, contacts.n_w, np.zeros(len(contacts), np.int64), contacts.others(),
-                                       pose.p_w[None], pose.R_wb[None])
+    G, Cf = frames.world_jacobians(contacts.x_w, contacts.n_w, np.zeros(len(contacts), np.int64), contacts.others(),
+                                   pose.p_w[None], pose.R_wb[None])
     mu, beta = materials.uniform(params.material, len(contacts))
     return SOLVERS[params.solver](params, contacts, G, Cf, A, b, pose.V, dt, warm, row, mu=mu, beta=beta)

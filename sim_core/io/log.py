@@ -139,8 +139,10 @@ class LogWriter:
         b = body
         self.put("/part_state", st.t, {"t": st.t, "p_w": st.p_w[b].tolist(), "R_wb": st.R_wb[b].ravel().tolist(),
                                        "q_wb": matrix_to_quat(st.R_wb[b]).tolist(), "V": st.V[b].tolist()})
-        if st.q.size:
-            self.put("/arm_state", st.t, {"t": st.t, "q": st.q.tolist(), "qd": st.qd.tolist(), "tau": []})
+        from sim_core.systems.arm.system import joints
+        q, qd = joints(st)
+        if q.size:
+            self.put("/arm_state", st.t, {"t": st.t, "q": q.tolist(), "qd": qd.tolist(), "tau": []})
 
     def close_in_process(self) -> None:
         """Close the log of a run that wrote every step itself, in its own process (nothing

@@ -62,9 +62,11 @@ PHYS = Layout(t=1, dt=1, p_set=3, R_set=9, v_set=3, w_set=3, f_ext=6, t_after=1,
 
 def arm_fields(st, info=None) -> dict:
     """The arm's q, qd (and motor torques) of a state, padded to the layout's sizes."""
+    from sim_core.systems.arm.system import joints
+    aq, aqd = joints(st)
     q, qd = np.zeros(ARM_NQ), np.zeros(ARM_NV)
-    q[:st.q.size], qd[:st.qd.size] = st.q, st.qd
-    out = {"nq": st.q.size, "q": q, "nv": st.qd.size, "qd": qd}
+    q[:aq.size], qd[:aqd.size] = aq, aqd
+    out = {"nq": aq.size, "q": q, "nv": aqd.size, "qd": qd}
     if info is not None:
         tau = np.zeros(ARM_NV)
         tau[:info.tau.size] = info.tau

@@ -42,9 +42,9 @@ def arm_system(cfg: dict, K: np.ndarray, D: np.ndarray, body: int = 0):
     """The arm of a validated scenario config: a Panda (with the infinite-turn gripper when
     ``[arm] gripper = "turning"``) at the configured base, holding `body` at its axis, tool
     pointing down it; the [drive] gains (K, D) become the tool's admittance gains."""
-    from sim_core.dynamics.blocks import ArmSystem
     from sim_core.systems.arm import control
     from sim_core.systems.arm.arm import Arm
+    from sim_core.systems.arm.system import ArmSystem
     a = cfg["arm"]
     arm = Arm(gripper_joint=(a["gripper"] == "turning"), base_p=np.array(a["base_position"], float))
     ks, kd = a["coupling_stiffness"], a["coupling_damping"]

@@ -123,7 +123,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                   gravity=g, hand_body=0)                            # the plate
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
-        model = replace(model, arm=arm_system(cfg, K, D, body=model.hand_body))
+        model = replace(model, systems=(arm_system(cfg, K, D, body=model.hand_body),))
     st = cfg["start"]
     R = set_rotation(math.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
     state = State(0.0, np.array(st["position"], dtype=np.float64) + R @ com, R, np.zeros(6))

@@ -119,7 +119,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                   hand_body=0)                                           # the one moving part
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
-        model = replace(model, arm=arm_system(cfg, K, D, body=model.hand_body))
+        model = replace(model, systems=(arm_system(cfg, K, D, body=model.hand_body),))
     st = cfg["start"]
     yaw, (tx, ty) = math.radians(st["yaw_deg"]), np.radians(st["tilt_deg"])
     state = State(0.0, np.array(st["position"], dtype=np.float64), set_rotation(yaw, tx, ty), np.zeros(6))

@@ -30,6 +30,7 @@ from sim_core.paths import scenario_path
 from sim_core.scenarios import tasks
 from sim_core.scenarios.common import arm_system, contact_params, set_rotation  # noqa: F401 (re-exported)
 from sim_core.scenarios.mesh_parts import ADVANCE_TOLERANCE, MIN_INSERTION  # noqa: F401 (re-exported)
+from sim_core.systems.arm.system import joints
 from sim_core.types import Drive, Inputs, Model, State
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
@@ -238,8 +239,8 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
         res.fallback.append(info.fallback)
         res.n_contacts.append(info.n_contacts)
         res.force.append(float(np.linalg.norm(info.contact_wrench[0, :3])))
-        if model.arm is not None:
-            res.arm_q.append(state.q.copy())
+        if model.systems:
+            res.arm_q.append(joints(state)[0].copy())
         if neural:
             res.exact_max_pen.append(true_penetration(model, state))   # outside the timing
         if on_step is not None:

@@ -9,6 +9,7 @@ pytest.importorskip("pinocchio")
 
 from sim_core import step as step_mod  # noqa: E402
 from sim_core.scenarios import scenario  # noqa: E402
+from sim_core.systems.arm.system import joints  # noqa: E402
 
 GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of contact stretch it 0.3 mm
 
@@ -20,25 +21,25 @@ def runs():
         model, full, cfg = scenario.load(name)
         scen = scenario.record(cfg)
         grasp = []
-        a0 = model.arm.arm.angles(full.q)
+        a0 = model.systems[0].arm.angles(joints(full)[0])
         prev, turned, wrist = a0, 0.0, 0.0
         for _ in range(int(round(cfg["scenario"]["duration"] / model.dt))):
             full, info = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
             grasp.append(info.grasp_error)
-            a = model.arm.arm.angles(full.q)
+            a = model.systems[0].arm.angles(joints(full)[0])
             if name == "bolting":
                 turned += float(np.remainder(a[7] - prev[7] + np.pi, 2 * np.pi) - np.pi)
                 wrist = max(wrist, abs(a[6] - a0[6]))
             prev = a
-            assert np.all(a >= model.arm.arm.q_min - 0.02) and np.all(a <= model.arm.arm.q_max + 0.02)
-            assert np.all(np.abs(info.tau) <= model.arm.arm.tau_max + 1e-9)
+            assert np.all(a >= model.systems[0].arm.q_min - 0.02) and np.all(a <= model.systems[0].arm.q_max + 0.02)
+            assert np.all(np.abs(info.tau) <= model.systems[0].arm.tau_max + 1e-9)
         out[name] = (model, full, np.array(grasp), turned, wrist)
     return out
 
 
 def test_default_scenarios_hold_the_part_with_the_arm(runs):
     for name, (model, _full, grasp, _, _) in runs.items():
-        assert model.arm is not None and model.arm.arm.nv == (8 if name == "bolting" else 7)
+        assert bool(model.systems) and model.systems[0].arm.nv == (8 if name == "bolting" else 7)
         assert grasp.max() < GRASP_TOL, (name, grasp.max())
 
 
@@ -50,7 +51,7 @@ def test_the_arm_run_is_the_scenario_run():
     full = state
     for _ in range(30):
         full, _ = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
-    assert np.array_equal(res.final.p_w, full.p_w) and np.array_equal(res.final.q, full.q)
+    assert np.array_equal(res.final.p_w, full.p_w) and np.array_equal(joints(res.final)[0], joints(full)[0])
 
 
 def test_gripper_turns_the_nut_five_times_while_the_wrist_holds(runs):
@@ -64,7 +65,7 @@ def test_the_drive_stays_selectable():
     _, _, cfg = scenario.load("bolting")
     cfg["arm"]["robot"] = "off"
     model, state = scenario.build(cfg, "bolting (drive)")
-    assert model.arm is None
+    assert not model.systems
     res = scenario.simulate(model, scenario.record(cfg), state, 0.2)
     assert np.all(np.isfinite(res.final.p_w))
 
@@ -187,15 +188,15 @@ def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
         full, _ = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
     seen.clear()
     step_mod.step(model, full, scenario.inputs_at(scen, full.t))
-    s, arm, T = model.arm, model.arm.arm, model.dt
+    s, arm, T = model.systems[0], model.systems[0].arm, model.dt
     R_wb, p_w, V = full.R_wb[0], full.p_w[0], full.V[0]
-    R_t, p_t = arm.tcp_pose(full.q)
+    R_t, p_t = arm.tcp_pose(joints(full)[0])
     R_g, p_g = R_wb @ s.grasp_R, p_w + R_wb @ s.grasp_p
     e = np.concatenate([p_t - p_g, R_g @ log_so3(R_g.T @ R_t)])
     r = R_wb @ s.grasp_p                                           # grasp point from the centre, world
     v_g = V[:3] + np.cross(R_wb @ V[3:], r)                         # its velocity
     w_g = R_wb @ V[3:]
-    e_dot = arm.tcp_jacobian(full.q) @ full.qd - np.concatenate([v_g, w_g])
+    e_dot = arm.tcp_jacobian(joints(full)[0]) @ joints(full)[1] - np.concatenate([v_g, w_g])
     F = s.K_c * e + (s.K_c * T / 2 + s.D_c) * e_dot                # the grasp's wrench at the grasp point
     want = np.concatenate([F[:3], R_wb.T @ (F[3:] + np.cross(r, F[:3]))])   # [f_w; tau about the centre, body]
     assert len(seen) == 1 and np.allclose(seen[0], want, rtol=1e-9, atol=1e-9)
@@ -221,12 +222,12 @@ def test_a_set_turn_far_ahead_of_a_seized_nut_never_reverses_the_gripper():
     b = model.bodies[0]
     model = replace(model, bodies=(replace(b, inertia_b=b.inertia_b + np.diag([0.0, 0.0, SEIZED_INERTIA])),))
     scen = scenario.record(cfg)
-    g, T = model.arm.arm.nv - 1, model.dt
+    g, T = model.systems[0].arm.nv - 1, model.dt
     for _ in range(30):                                   # the default waypoints press the nut on
         st, _ = step_mod.step(model, st, scenario.inputs_at(scen, st.t))
     base = scenario.inputs_at(scen, st.t)
-    tau_max = model.arm.arm.tau_max[g]
-    back = tau_max / model.arm.gains.gripper_K + tau_max / model.arm.K_c[5]   # slip angle + grasp stretch
+    tau_max = model.systems[0].arm.tau_max[g]
+    back = tau_max / model.systems[0].gains.gripper_K + tau_max / model.systems[0].K_c[5]   # slip angle + grasp stretch
     rate = np.radians(400.0) / 0.6
     turn, taus, speed = 0.0, {}, 0.0
     for phase, n, w in (("up", 60, rate), ("hold", 10, 0.0), ("back", int(np.ceil(back / rate / T)), -rate),

@@ -24,6 +24,7 @@ import pytest
 from app.view import mesh as view_mesh
 from app.view.camera import OrbitCamera, frame_from_axis, look_at, perspective
 from sim_core.io.png import png_bytes, read_png, write_png
+from sim_core.systems.arm.system import joints  # noqa: E402
 
 W, H = 1280, 720
 BG_TOL = 6          # 8-bit levels: clear colour after float->unorm rounding, no dithering
@@ -329,8 +330,8 @@ def test_complete_simulation_frame_draws_the_arm(gl):
     window.draw(snap)
     img = window.screenshot()
     window.close()
-    arm = model.arm.arm
-    arm.pin.framesForwardKinematics(arm.model, arm.data, full.q)
+    arm = model.systems[0].arm
+    arm.pin.framesForwardKinematics(arm.model, arm.data, joints(full)[0])
     elbow = arm.base_R @ arm.data.oMi[4].translation + arm.base_p
     px = _patch(img, window.camera.project(elbow), half=2)
     assert np.abs(px - _bg(window)).max(axis=1).mean() > 30                   # something drawn
@@ -355,8 +356,8 @@ def test_session_frame_draws_the_arm_where_the_physics_has_it():
     st, info = step(model, state, scenario.inputs_at(scenario.record(cfg), state.t))
     sv = snapshot_array(st, info, RateStats(window=10), 0)
     pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6))
-    snap = session_snapshot(sv, pv, view_world(model), 60.0, model.arm.arm)
-    want = arm_solids(model.arm.arm, st.q)
+    snap = session_snapshot(sv, pv, view_world(model), 60.0, model.systems[0].arm)
+    want = arm_solids(model.systems[0].arm, joints(st)[0])
     assert len(snap.arm) == len(want) > 0
     for a, b in zip(snap.arm, want):
         assert a[0] == b[0] and np.allclose(a[1], b[1], rtol=0, atol=1e-12)
@@ -637,8 +638,8 @@ def test_the_default_view_frames_the_panda_and_the_part_with_the_task_figure(dis
            "docking": {"height_to_seat_m": 0.0123, "lateral_offset_m": 0.0021, "task_target_met": False}}[name]
     task = scenario.task_fields(name, fig)
     q = np.zeros(ARM_NQ)
-    q[:st.q.size] = st.q
-    sv = SNAPSHOT.pack(p=st.p_w[0], R=st.R_wb[0].ravel(), nq=st.q.size, q=q, **task)
+    q[:joints(st)[0].size] = joints(st)[0]
+    sv = SNAPSHOT.pack(p=st.p_w[0], R=st.R_wb[0].ravel(), nq=joints(st)[0].size, q=q, **task)
     pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6), period=1e-3, realtime=1.0)
     on_frame = make_renderer(name, W, H, visible=False)
     try:
@@ -648,7 +649,7 @@ def test_the_default_view_frames_the_panda_and_the_part_with_the_task_figure(dis
         cam = view.camera
         from app.view.window import Snapshot
         from sim_core.systems.arm.visual import arm_solids
-        solids = arm_solids(model.arm.arm, st.q)
+        solids = arm_solids(model.systems[0].arm, joints(st)[0])
         pts = view._arm_points(Snapshot(arm=solids))          # every capsule's ends, the box's corners
         assert len(solids) >= 6 and len(pts) >= 6 * len(solids)
         px = cam.project(pts)
