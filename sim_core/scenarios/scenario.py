@@ -1,7 +1,8 @@
 """Scenarios: from a validated config to a Model, the set-pose trajectory, and a headless run.
 
-A scenario builds a world (``types.Model``: one moving part, one static part, their contact
-pair, the arm or the drive) and keeps what is not physics -- the task, the waypoints, the parts'
+A scenario builds a world (``types.Model``: one moving part, its shapes -- the static part's
+signed distance (shape 0, on the world) and the moving part's contact nodes (shape 1) -- their
+contact pair, the arm or the drive) and keeps what is not physics -- the task, the waypoints, the parts'
 dimensions, the duration -- in a ``Scenario`` record.  The moving part follows the waypoints
 (through the arm, or the spring-damper drive of ``dynamics``); what the
 run measures -- penetration, axial advance, rotation about the axis, and the task figures
@@ -30,7 +31,8 @@ from sim_core.geometry.sdf import exact_sdf
 from sim_core.io.progress import compile_watch
 from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
 from sim_core.paths import assets_dir, scenario_path
-from sim_core.types import ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State, StaticShape
+from sim_core.shapes import SDF, Nodes
+from sim_core.types import WORLD, ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
 
@@ -157,15 +159,16 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
             raise config_mod.ConfigError(f"{src}: contact.clustering = \"learned\": {e}") from None
     dr = cfg["drive"]
     nodes = np.ascontiguousarray(mesh.vertices - com)
-    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
-                     node_radius=float(np.linalg.norm(nodes, axis=1).max()),
-                     node_nb=clustering_in.node_table(nodes),
-                     node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
-    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
-                        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
+    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, com_part=com)
+    touch = Nodes(name=cfg["parts"]["moving"], body=0, nodes_b=nodes,
+                  node_radius=float(np.linalg.norm(nodes, axis=1).max()),
+                  node_nb=clustering_in.node_table(nodes),
+                  node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
+    shape = SDF(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
+                inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
     K = np.array([*dr["stiffness_linear"], *dr["stiffness_angular"]])
     D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
-    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
+    model = Model(bodies=(body,), shapes=(shape, touch), pairs=(ContactPair(a=1, b=0, cspace=cs, clustering_net=net),),
                   contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
     if cfg["arm"]["robot"] == "panda":
         model = replace(model, arm=arm_system(cfg, K, D, body=0))
@@ -282,14 +285,18 @@ def true_penetration(model: Model, state: State) -> float:
     """Deepest penetration (m, >= 0) of the moving parts' nodes by the exact SDF: what a
     neural detector's own depths are checked against."""
     deepest = 0.0
+    from sim_core import shapes
+    from sim_core.collision.detectors import detect
     for pair in model.pairs:
-        body, shape = model.bodies[pair.body], model.shapes[pair.shape]
-        if pair.detector != "nodes_sdf":     # an analytic detector's gaps are exact already
-            from sim_core.collision.detectors import DETECTORS
-            d = DETECTORS[pair.detector](body, shape, model.contact, state.body(pair.body), 0.0).d_all
+        a, b = model.shapes[pair.a], model.shapes[pair.b]
+        pose_a, pose_b = shapes.pose(state, a.body), shapes.pose(state, b.body)
+        if {a.kind, b.kind} != {"nodes", "sdf"}:     # an analytic detector's gaps are exact already
+            d = detect(a, b, model.contact, pose_a, pose_b, 0.0).d_all
             deepest = max(deepest, float(-d.min(initial=0.0)))
             continue
-        _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.broadphase_margin)
+        (nodes, at), (sdf, at_b) = ((a, pose_a), (b, pose_b)) if a.kind == "nodes" else ((b, pose_b), (a, pose_a))
+        shape = shapes.placed(sdf, at_b)
+        _, x_s = broadphase.candidates(nodes, shape, at, model.contact.broadphase_margin)
         if len(x_s):
             deepest = max(deepest, float(-shape.sdf_exact.query(x_s)[0].min()))
     return deepest
@@ -303,7 +310,7 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
     dt = model.dt if dt is None else dt
     n = int(round((scen.duration if duration is None else duration) / dt))
     axis_w = model.shapes[0].R_ws[:, 2]
-    neural = any(s.sdf is not s.sdf_exact for s in model.shapes)
+    neural = any(isinstance(s, SDF) and s.sdf is not s.sdf_exact for s in model.shapes)
     rot = 0.0
     compiling = compile_watch()          # a first run compiles kernels inside its first steps
     w0 = time.perf_counter()
@@ -543,7 +550,8 @@ def _bolting_figures(res: RunResult, revolutions: float = 3.0) -> dict:
 @dataclass(frozen=True)
 class Scene:
     """Several scenarios' parts side by side in one world: body i and shape i are scenario
-    i's moving and static part, shifted by ``offsets[i]``; each body follows its own
+    i's moving and static part, shifted by ``offsets[i]`` (the bodies' contact nodes follow
+    the static parts in ``model.shapes``); each body follows its own
     scenario's waypoints (shifted the same way)."""
     model: Model
     start: State
@@ -566,9 +574,24 @@ def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
         m, s = build(cfg, f"{src} (scenario {k})")
         models.append(m)
         starts.append(s)
-    shapes = tuple(replace(m.shapes[0], p_ws=m.shapes[0].p_ws + o) for m, o in zip(models, offsets))
-    pairs = tuple(replace(m.pairs[0], body=k, shape=k) for k, m in enumerate(models))
-    model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=shapes, pairs=pairs,
+    # the world shapes first (scenario i's static part is shape i), shifted; then the bodies' shapes
+    fixed, moving, where = [], [], []
+    for k, (m, o) in enumerate(zip(models, offsets)):
+        at = {}
+        for j, sh in enumerate(m.shapes):
+            if sh.body == WORLD:
+                at[j] = ("fixed", len(fixed))
+                fixed.append(replace(sh, p_bs=sh.p_bs + o))
+            else:
+                at[j] = ("moving", len(moving))
+                moving.append(replace(sh, body=sh.body + k))
+        where.append(at)
+
+    def index(k: int, j: int) -> int:
+        side, i = where[k][j]
+        return i if side == "fixed" else len(fixed) + i
+    pairs = tuple(replace(p, a=index(k, p.a), b=index(k, p.b)) for k, m in enumerate(models) for p in m.pairs)
+    model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=tuple(fixed + moving), pairs=pairs,
                   contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
                                                          np.vstack([m.drive.D for m in models])),
                   dt=models[0].dt)
