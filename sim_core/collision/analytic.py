@@ -34,8 +34,8 @@ distance minus r; a sphere likewise of its centre.  What each detects:
 * **capsule-cylinder**: the capsule's segment against the solid cylinder -- its lateral face,
   both flat caps and the two rim circles, all through the exact signed distance of a point
   to the solid (``cylinder_sdf``).  That distance is convex (the signed distance of a convex
-  set), so along the segment it has one minimum, found by golden-section search to
-  ``GOLDEN_T_TOL`` of the segment (key 0); the segment's two ends are reported too (keys 1,
+  set), so along the segment its slope never decreases and its minimum is where the slope
+  changes sign, bisected to ``T_TOL`` of the segment (key 0); the segment's two ends are reported too (keys 1,
   2) where they are not the minimum, so a link lying along the drum's face (a line contact)
   rests on both ends.  The drum's axis may lie in any direction (horizontal for a winch).
 """
@@ -48,12 +48,11 @@ from numba import njit
 
 from sim_core.collision.pins import segment_segment
 
-GOLDEN_T_TOL = 1e-13          # bracket width of the segment parameter t in [0, 1] at which the
-                              # search stops: 1e-13 of the segment, 1e-14 m on a 0.1 m link
-GOLDEN_ITERATIONS = 80        # 0.618^80 = 2e-17 < GOLDEN_T_TOL: the bound is never what stops it
+T_TOL = 1e-15                 # bracket width of the segment parameter t in [0, 1] at which the
+                              # bisection stops: 1e-16 m on a 0.1 m link
+BISECTIONS = 60               # 2^-60 = 9e-19 < T_TOL: the bound is never what stops it
 DEGENERATE = 1e-15            # m: a distance below this has no direction of its own
 MAX_CONTACTS = 5              # the most any kernel here writes (capsule-capsule)
-_INV_PHI = 0.5 * (math.sqrt(5.0) - 1.0)
 
 
 @njit(cache=True, inline="always")
@@ -195,8 +194,11 @@ def cylinder_sdf(px, py, pz, R, H):
 
 
 @njit(cache=True, inline="always")
-def _seg_cyl(t, e0, D, R, H):
-    return cylinder_sdf(e0[0] + t * D[0], e0[1] + t * D[1], e0[2] + t * D[2], R, H)[0]
+def _slope(t, e0, D, R, H):
+    """d/dt of the cylinder's signed distance at e0 + t D: its gradient along D (a subgradient
+    where the distance has a kink: inside, where the nearest face changes)."""
+    _, gx, gy, gz = cylinder_sdf(e0[0] + t * D[0], e0[1] + t * D[1], e0[2] + t * D[2], R, H)
+    return gx * D[0] + gy * D[1] + gz * D[2]
 
 
 @njit(cache=True)
@@ -234,32 +236,29 @@ def sphere_cylinder(c, rs, Rc, pc, R, H, band, x, n, d, key):
 
 @njit(cache=True)
 def segment_cylinder_min(e0, e1, R, H):
-    """t in [0, 1] minimizing the solid cylinder's signed distance along e0 + t (e1 - e0)
-    (cylinder frame): golden-section search, exact for a convex function to ``GOLDEN_T_TOL``."""
+    """t in [0, 1] minimizing the solid cylinder's signed distance g along e0 + t (e1 - e0)
+    (cylinder frame).  g is convex, so its slope never decreases: t = 0 where the slope there
+    is >= 0, t = 1 where it is <= 0 at 1, and otherwise the slope's sign change, bisected to
+    ``T_TOL``.  (A search on g's values alone cannot place a smooth minimum closer than
+    sqrt(machine epsilon) of the segment: g is flat to rounding there.)"""
     D = e1 - e0
-    lo, hi = 0.0, 1.0
-    t1 = hi - _INV_PHI * (hi - lo)
-    t2 = lo + _INV_PHI * (hi - lo)
-    f1, f2 = _seg_cyl(t1, e0, D, R, H), _seg_cyl(t2, e0, D, R, H)
-    for _ in range(GOLDEN_ITERATIONS):
-        if hi - lo <= GOLDEN_T_TOL:
-            break
-        if f1 <= f2:
-            hi, t2, f2 = t2, t1, f1
-            t1 = hi - _INV_PHI * (hi - lo)
-            f1 = _seg_cyl(t1, e0, D, R, H)
-        else:
-            lo, t1, f1 = t1, t2, f2
-            t2 = lo + _INV_PHI * (hi - lo)
-            f2 = _seg_cyl(t2, e0, D, R, H)
-    t = 0.5 * (lo + hi)
-    # the ends, where the minimum sits on a monotone stretch
-    f0, fe, ft = _seg_cyl(0.0, e0, D, R, H), _seg_cyl(1.0, e0, D, R, H), _seg_cyl(t, e0, D, R, H)
-    if f0 <= ft and f0 <= fe:
+    if _slope(0.0, e0, D, R, H) >= 0.0:
         return 0.0
-    if fe <= ft:
+    if _slope(1.0, e0, D, R, H) <= 0.0:
         return 1.0
-    return t
+    lo, hi = 0.0, 1.0
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        k = _slope(mid, e0, D, R, H)
+        if k == 0.0:
+            return mid
+        if k < 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= T_TOL:
+            break
+    return 0.5 * (lo + hi)
 
 
 @njit(cache=True)
