@@ -326,6 +326,9 @@ def _learned(body: Nodes, shape: SDF, pair: ContactPair, params: ContactParams,
     return Clustered(clustering_in.cluster(net, nodes, pose, f_ext, shape, body.node_nb))
 
 
+# Each entry: (body, shape, pair, params, nodes, pose, f_ext) -> Clustered, with `body` the
+# pair's node set (``shapes.Nodes``: node_patch, node_nb), `shape` its signed distance placed
+# in the world at the step's start (``shapes.placed``: R_ws, p_ws), `pose` the nodes' body's.
 CLUSTERINGS = {
     "patches": _patches,
     "none": _none,

@@ -32,6 +32,7 @@ from sim_core.geometry.docking import (
     plate_mass_properties,
 )
 from sim_core.shapes import Holes, Pins
+from sim_core.shapes import check as check_shapes
 from sim_core.types import ContactPair, Drive, Model, RigidBody, State
 
 GRAVITY = 9.81                      # m/s^2, when [docking] gravity = "on"
@@ -117,6 +118,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     model = Model(bodies=(body,), shapes=(shape, pins), pairs=(ContactPair(a=1, b=0),),
                   contact=scenario.contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
                   gravity=g)
+    check_shapes(model, src)
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
         model = replace(model, arm=scenario.arm_system(cfg, K, D, body=0))

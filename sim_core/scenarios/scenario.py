@@ -32,6 +32,7 @@ from sim_core.io.progress import compile_watch
 from sim_core.math.so3 import matrix_to_quat, rot_axis_angle
 from sim_core.paths import assets_dir, scenario_path
 from sim_core.shapes import SDF, Nodes
+from sim_core.shapes import check as check_shapes
 from sim_core.types import WORLD, ContactPair, ContactParams, Drive, Inputs, Model, RigidBody, State
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
@@ -170,6 +171,7 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     D = np.array([*dr["damping_linear"], *dr["damping_angular"]])
     model = Model(bodies=(body,), shapes=(shape, touch), pairs=(ContactPair(a=1, b=0, cspace=cs, clustering_net=net),),
                   contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"])
+    check_shapes(model, src)
     if cfg["arm"]["robot"] == "panda":
         model = replace(model, arm=arm_system(cfg, K, D, body=0))
     st = cfg["start"]
@@ -595,6 +597,7 @@ def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
                   contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
                                                          np.vstack([m.drive.D for m in models])),
                   dt=models[0].dt)
+    check_shapes(model, src)
     start = State(0.0, np.vstack([s.p_w for s in starts]) + offsets, np.concatenate([s.R_wb for s in starts]),
                   np.vstack([s.V for s in starts]))
     return Scene(model, start, tuple(record(c) for c in cfgs), offsets)
