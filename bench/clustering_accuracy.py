@@ -42,6 +42,7 @@ from sim_core.contact import solvers as contact_solve
 from sim_core.learning import train_clustering as TC
 from sim_core.learning import wrench_data
 from sim_core.paths import assets_dir  # noqa: E402
+from sim_core.shapes import nodes_of  # noqa: E402
 
 METHODS = {  # key -> (label, clustering, solver)
     "learned": ("(a) learned + seed solver", "learned", "sor"),
@@ -82,7 +83,8 @@ def evaluate(data_path: Path, n: int, net, methods=tuple(METHODS), held_out: boo
                 if how == "learned":
                     nodes = redetect(model, s[0])          # as in a step: detection just before
                     t0 = time.perf_counter()
-                    reps[how] = clustering_in.cluster(net, nodes, s[0], s[1], model.shapes[0], model.bodies[0].node_nb)
+                    reps[how] = clustering_in.cluster(net, nodes, s[0], s[1], model.shapes[0],
+                                                      nodes_of(model, 0).node_nb)
                     times.append((len(nodes), time.perf_counter() - t0))
                 elif how == "all":
                     reps[how] = s[2]

@@ -133,7 +133,8 @@ def run_task(task: str, min_poses: int, repeat: int) -> dict:
     spec = profiles.all_parts()[static_name]
     net = neural_sdf.load(assets_dir() / "sdf" / f"{static_name}.npz", spec=spec, part=static_name)
     net_rms = json.loads((assets_dir() / "sdf" / f"{static_name}.json").read_text())["rms_um"] * 1e-6
-    body, shape = model.bodies[0], model.shapes[0]
+    from sim_core.shapes import nodes_of
+    body, shape = nodes_of(model, 0), model.shapes[0]
     exact = shape.sdf_exact                  # the geometry itself: ground truth
     shipped = load_mesh(assets_dir() / "parts" / f"{static_name}.ply")
     fine, fine_dev = equal_accuracy_mesh(spec, exact, net_rms)

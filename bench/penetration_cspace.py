@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from sim_core import step as step_mod  # noqa: E402
 from sim_core.collision import broadphase  # noqa: E402
 from sim_core.scenarios import scenario
+from sim_core.shapes import nodes_of  # noqa: E402
 from sim_core.types import Inputs  # noqa: E402
 
 FORCE_SD, TORQUE_SD, HOLD = 5.0, 0.1, 0.05     # N, N m, s per disturbance
@@ -49,7 +50,7 @@ def engaged_state(task: str):
 def node_penetration(model, state) -> tuple[float, float]:
     """(mean max(0, -d), max) over the nodes within the band, d from the exact SDF (m)."""
     shape = model.shapes[0]
-    _, x_s = broadphase.candidates(model.bodies[0], shape, state.body(0), model.contact.broadphase_margin, 0.0)
+    _, x_s = broadphase.candidates(nodes_of(model, 0), shape, state.body(0), model.contact.broadphase_margin, 0.0)
     if x_s.shape[0] == 0:
         return 0.0, 0.0
     d = shape.sdf_exact.query(x_s)[0]

@@ -29,12 +29,13 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from sim_core import shapes
 from sim_core.collision import detectors as collision
 from sim_core.contact import clustering, cspace, frames, materials
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import couplings
 from sim_core.systems import rigid
-from sim_core.types import Contacts, Inputs, Model, State, Warm
+from sim_core.types import WORLD, Contacts, Inputs, Model, State, Warm
 
 STAGES = ("broadphase", "detection", "clustering", "cspace", "systems", "solving", "integration")
 
@@ -82,25 +83,33 @@ class StepInfo:
 
 def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = None,
             laps: Laps | None = None) -> Found:
-    """Stages 2-3 for every pair: detection and clustering at a state.  `pull` (B,6): the
+    """Stages 2-3 for every pair: detection (``collision.detect``, by the pair's shape kinds)
+    and, for node sets, clustering, at a state; each contact carries its pair and both bodies
+    (``body``: shape a's, pushed along +n; ``other``: shape b's, or WORLD).  `pull` (B,6): the
     wrench on each body now (the learned clustering's input; zero when not given)."""
     laps = Laps() if laps is None else laps
     sets, d_all, n_cand, n_cont, fell = [], [], 0, 0, False
     cluster = clustering.CLUSTERINGS[model.contact.clustering]
     for k, pair in enumerate(model.pairs):
-        body, shape, pose = model.bodies[pair.body], model.shapes[pair.shape], state.body(pair.body)
+        a, b = model.shapes[pair.a], model.shapes[pair.b]
+        pose_a, pose_b = shapes.pose(state, a.body), shapes.pose(state, b.body)
         # the pair's material: its band at detection (materials.pair_params), its index on the contacts
-        det = collision.DETECTORS[pair.detector](body, shape, materials.pair_params(model.contact, pair), pose, dt,
-                                                 laps)
+        params = materials.pair_params(model.contact, pair)
+        det = collision.detect(a, b, params, pose_a, pose_b, dt, laps)
         laps.lap("detection")
-        f = np.zeros(6) if pull is None else pull[pair.body]
-        out = cluster(body, shape, pair, model.contact, det.nodes, pose, f)
+        if det.manifold:
+            found = det.nodes
+        else:                      # a node set against a signed distance, in either order
+            (nodes, at), (sdf, at_b) = ((a, pose_a), (b, pose_b)) if a.kind == "nodes" else ((b, pose_b), (a, pose_a))
+            f = np.zeros(6) if pull is None or nodes.body == WORLD else pull[nodes.body]
+            out = cluster(nodes, shapes.placed(sdf, at_b), pair, model.contact, det.nodes, at, f)
+            found = out.contacts
+            fell |= out.fallback
         laps.lap("clustering")
-        sets.append(out.contacts.on(pair.body, pair=k))
+        sets.append(found.on(a.body, b.body, k))
         d_all.append(det.d_all)
         n_cand += det.n_candidates
         n_cont += len(det.nodes)
-        fell |= out.fallback
     d = d_all[0] if len(d_all) == 1 else np.concatenate(d_all) if d_all else np.zeros(0)
     return Found(Contacts.concat(sets), d, n_cand, n_cont, fell)
 
@@ -111,12 +120,12 @@ def cspace_row(model: Model, state: State):
         return None
     for pair in model.pairs:
         if pair.cspace is not None:
-            row = cspace.row_for(pair.cspace, model.bodies[pair.body], model.shapes[pair.shape],
-                                 state.body(pair.body))
+            i, shape = model.shapes[pair.a].body, model.shapes[pair.b]
+            row = cspace.row_for(pair.cspace, model.bodies[i], shape, state.body(i))
             if row is None:
                 return None
             N = np.zeros(6 * model.n_bodies)
-            N[6 * pair.body:6 * pair.body + 6] = row[0]
+            N[6 * i:6 * i + 6] = row[0]
             return N, row[1]
     return None
 

@@ -1,9 +1,9 @@
 """The simulator's data: a constant ``Model`` and a changing ``State`` (the brax / MJX split).
 
-A world holds rigid **bodies** (index 0 .. B-1), world-fixed **shapes** (the static parts),
-**contact pairs**, each joining a body's contact nodes to a shape through a detector named by
-shape kinds (``collision.DETECTORS``), each of a contact ``Material`` (its own, or the world's
-default from ``[contact]``; ``contact.materials``), **couplings** between bodies
+A world holds rigid **bodies** (index 0 .. B-1), **shapes** (typed contact geometry, each on
+a body or on the world: ``shapes``), **contact pairs**, each joining two shapes through the
+detector of their kinds (``collision.DETECTORS``), each of a contact ``Material`` (its own, or
+the world's default from ``[contact]``; ``contact.materials``), **couplings** between bodies
 (``dynamics.couplings``) and **systems** with coordinates of their own (``systems.base``: the
 Panda holding one body through a grasp coupling).  Everything that changes during a run lives
 in ``State`` (poses, twists, each system's sub-state, the solver's warm start); everything in
@@ -11,8 +11,8 @@ in ``State`` (poses, twists, each system's sub-state, the solver's warm start); 
 ``scenario.Scenario``, not here.
 
 Frames: ``_w`` world, ``_b`` a body's frame (origin at its centre of mass, axes of its mesh),
-``_s`` a static shape's frame.  Units SI.  Shapes below: B bodies, N a body's nodes, m
-contacts, n = 6 B the bodies' velocity coordinates.
+``_s`` a shape's frame.  Units SI.  Shapes below: B bodies, N a body's nodes, m contacts,
+n = 6 B the bodies' velocity coordinates.
 """
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ if TYPE_CHECKING:                  # types only: this module imports no stage
     from sim_core.contact.cspace import CSpaceNet
     from sim_core.contact.interaction_networks import INClustering
     from sim_core.dynamics.couplings import Couplings
-    from sim_core.geometry.docking import HoleBlock, PinPlate
+    from sim_core.shapes import Shape
 
-WORLD = -1      # the "other body" of a contact with a world-fixed shape
+WORLD = -1      # the body of a world-fixed shape (and the "other body" of its contacts)
 
 
 class SignedDistance(Protocol):
-    """A static shape's signed distance in its own frame (exact geometry or a network)."""
+    """A signed distance in its shape's frame (exact geometry or a network)."""
 
     def query(self, p: np.ndarray, band: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(d (k,) m, gradient (k,3)) at points p (k,3); normals only where d < band."""
@@ -80,40 +80,21 @@ class ContactParams:
 
 @dataclass(frozen=True)
 class RigidBody:
-    """A moving rigid part."""
+    """A moving rigid part: its inertial data (its contact geometry: shapes on it, ``shapes``)."""
     name: str
     mass: float                    # kg
     inertia_b: np.ndarray          # (3,3) kg m^2 about the COM, body axes
-    nodes_b: np.ndarray            # (N,3) m, contact nodes (mesh vertices) from the COM, body axes
     com_part: np.ndarray           # (3,) m, the COM in the part's mesh frame
-    node_radius: float = 0.0       # m, largest |nodes_b| (bounds a node's speed from the twist)
-    node_nb: np.ndarray | None = None     # (N,P) int32: each node's P nearest nodes, nearest first
-    node_patch: np.ndarray | None = None  # (N,) int64: each node's body-frame patch (clustering "patches")
-    pins: PinPlate | None = None   # capsule pins (detector "pins"): the plate they stand on, part frame
-    pin_segments_b: np.ndarray | None = None  # (P,2,3) m: each pin's [tip centre, base centre] from the COM, body axes
-
-
-@dataclass(frozen=True)
-class StaticShape:
-    """A part fixed to the world: its signed distance and where it stands."""
-    name: str
-    sdf: SignedDistance            # what detection queries (exact or neural), shape frame
-    sdf_exact: SignedDistance      # the exact geometry (true penetration of a neural run)
-    bounds_s: tuple                # (r_max, z_min, z_max) m: the upright cylinder bounding it
-    inner_radius_s: float = 0.0    # m, no material inside this radius (a hole's bore)
-    R_ws: np.ndarray = field(default_factory=lambda: np.eye(3))    # (3,3) shape frame in world
-    p_ws: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m, shape origin in world
-    block: HoleBlock | None = None  # capsule holes in a box (detector "pins"), shape frame
 
 
 @dataclass(frozen=True)
 class ContactPair:
-    """A body's contact nodes against a world-fixed shape.  ``detector`` is the key of
-    ``collision.DETECTORS`` (by shape kinds); ``cspace`` and ``clustering_net`` are the pair's
-    trained networks when the configuration uses them."""
-    body: int                      # index in Model.bodies
-    shape: int                     # index in Model.shapes
-    detector: str = "nodes_sdf"
+    """Two shapes (indices in ``Model.shapes``) that may touch: the detector of their kinds
+    (``collision.DETECTORS``) finds the contacts, whose normals push shape ``a``'s body (the
+    contacts' ``body``) away from shape ``b``'s (``other``).  ``cspace`` and
+    ``clustering_net`` are the pair's trained networks when the configuration uses them."""
+    a: int                         # index in Model.shapes: the shape whose body the normal pushes
+    b: int                         # index in Model.shapes: the other side
     cspace: CSpaceNet | None = None
     clustering_net: INClustering | None = None
     material: Material | None = None   # the pair's contact material; None: the world's default (Model.contact)
@@ -131,7 +112,7 @@ class Drive:
 class Model:
     """Everything constant during a run."""
     bodies: tuple[RigidBody, ...]
-    shapes: tuple[StaticShape, ...]
+    shapes: tuple[Shape, ...]      # every shape, on a body or the world (``shapes``)
     pairs: tuple[ContactPair, ...]
     contact: ContactParams
     drive: Drive
@@ -217,11 +198,12 @@ class Inputs:
 @dataclass(frozen=True)
 class Contacts:
     """A contact set in world axes (nodes after detection, or representatives after
-    clustering), each joining ``body`` to ``other`` (``WORLD`` for a fixed shape)."""
+    clustering), each joining ``body`` to ``other`` (``WORLD`` for a fixed shape) through the
+    contact pair ``pair``."""
     x_w: np.ndarray                # (m,3) m, contact point
     n_w: np.ndarray                # (m,3) unit normal, pushing `body` (out of the other side)
     d: np.ndarray                  # (m,) m, signed distance (negative = penetration)
-    idx: np.ndarray | None = None  # (m,) the nodes' rows in the body's nodes_b (detection sets it)
+    idx: np.ndarray | None = None  # (m,) the nodes' rows in their node set (detection sets it), or a detector's keys
     body: np.ndarray | None = None  # (m,) int64, the body pushed; None: body 0
     other: np.ndarray | None = None  # (m,) int64, the other side (WORLD or a body); None: WORLD
     pair: np.ndarray | None = None  # (m,) int64, the contact's pair in Model.pairs (its material); None: pair 0
@@ -247,6 +229,13 @@ class Contacts:
         m = len(self)
         return Contacts(self.x_w, self.n_w, self.d, self.idx, np.full(m, body, np.int64),
                         np.full(m, other, np.int64), self.pair if pair is None else np.full(m, pair, np.int64))
+
+    def rows(self, sel) -> Contacts:
+        """The contacts `sel` (an index array or a boolean mask), every field carried."""
+        def cut(a):
+            return None if a is None else a[sel]
+        return Contacts(self.x_w[sel], self.n_w[sel], self.d[sel], cut(self.idx), cut(self.body),
+                        cut(self.other), cut(self.pair))
 
     @staticmethod
     def concat(sets: list[Contacts]) -> Contacts:

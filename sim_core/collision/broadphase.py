@@ -1,7 +1,7 @@
-"""Broad phase: which contact nodes may touch the static part (ARCHITECTURE sec. 4, stage 1).
+"""Broad phase: which contact nodes may touch a signed-distance shape (ARCHITECTURE sec. 4, stage 1).
 
-The static parts are all bounded by an upright cylinder in their own frame, so a node goes on
-only if, expressed in the static frame, it lies inside that cylinder grown by a margin --
+A signed-distance shape (``shapes.SDF``) is bounded by an upright cylinder in its own frame,
+so a node goes on only if, expressed in that frame, it lies inside that cylinder grown by a margin --
 and, for a part whose material lies outside an inner radius (the hole: its bore), outside
 that radius shrunk by the margin.  For the peg that drops the end caps' nodes, 43 % of the
 candidates, before the network sees them.
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim_core.types import BodyPose, RigidBody, StaticShape
+from sim_core.shapes import SDF, Nodes
+from sim_core.types import BodyPose
 
 
 @njit(cache=True)
@@ -37,13 +38,13 @@ def _filter(nodes_b, R_sb, p_sb, r_max, z_lo, z_hi, r_min):
     return keep[:m], out[:m]
 
 
-def candidates(body: RigidBody, shape: StaticShape, pose: BodyPose, margin: float,
+def candidates(nodes: Nodes, shape: SDF, pose: BodyPose, margin: float,
                reach: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of a body's candidate nodes against a shape and their positions in the shape's
-    frame (m); the bounding cylinder grows by `margin` or the speculative reach, whichever is
-    larger."""
+    """Indices of a node set's candidate nodes against a world-placed SDF shape
+    (``shapes.placed``), its body at `pose`, and their positions in the shape's frame (m); the
+    bounding cylinder grows by `margin` or the speculative reach, whichever is larger."""
     R_sb = shape.R_ws.T @ pose.R_wb
     p_sb = shape.R_ws.T @ (pose.p_w - shape.p_ws)
     r_max, z_min, z_max = shape.bounds_s
     g = max(margin, reach)
-    return _filter(body.nodes_b, R_sb, p_sb, r_max + g, z_min - g, z_max + g, shape.inner_radius_s - g)
+    return _filter(nodes.nodes_b, R_sb, p_sb, r_max + g, z_min - g, z_max + g, shape.inner_radius_s - g)

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from sim_core.types import BodyPose, ContactPair, ContactParams, Contacts, RigidBody, StaticShape
+from sim_core.shapes import SDF, Nodes
+from sim_core.types import BodyPose, ContactPair, ContactParams, Contacts
 
 MAX_LLOYD_ITERATIONS = 25
 
@@ -298,7 +299,7 @@ def _none(body, shape, pair, params, nodes, pose, f_ext) -> Clustered:
     return Clustered(nodes)
 
 
-def _patches(body: RigidBody, shape: StaticShape, pair: ContactPair, params: ContactParams,
+def _patches(body: Nodes, shape: SDF, pair: ContactPair, params: ContactParams,
              nodes: Contacts, pose: BodyPose, f_ext: np.ndarray) -> Clustered:
     """``patches`` with its safety net: a group deeper than ``params.fallback_depth`` adds its
     deepest member, and a set deeper than ``PATCH_KMEANS_FACTOR`` times that is k-means'."""
@@ -310,7 +311,7 @@ def _patches(body: RigidBody, shape: StaticShape, pair: ContactPair, params: Con
                              params.fallback_depth), net)
 
 
-def _learned(body: RigidBody, shape: StaticShape, pair: ContactPair, params: ContactParams,
+def _learned(body: Nodes, shape: SDF, pair: ContactPair, params: ContactParams,
              nodes: Contacts, pose: BodyPose, f_ext: np.ndarray) -> Clustered:
     """The seed's interaction networks (``clustering_in``); a set deeper than
     ``params.fallback_depth`` (with more nodes than representatives) is k-means' instead
@@ -325,6 +326,9 @@ def _learned(body: RigidBody, shape: StaticShape, pair: ContactPair, params: Con
     return Clustered(clustering_in.cluster(net, nodes, pose, f_ext, shape, body.node_nb))
 
 
+# Each entry: (body, shape, pair, params, nodes, pose, f_ext) -> Clustered, with `body` the
+# pair's node set (``shapes.Nodes``: node_patch, node_nb), `shape` its signed distance placed
+# in the world at the step's start (``shapes.placed``: R_ws, p_ws), `pose` the nodes' body's.
 CLUSTERINGS = {
     "patches": _patches,
     "none": _none,

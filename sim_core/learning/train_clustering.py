@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sim_core import shapes
 from sim_core.collision import broadphase, detection
 from sim_core.contact import interaction_networks as clustering_in
 from sim_core.contact import solvers as contact_solve
@@ -116,7 +117,7 @@ def prepare(model, data, idx) -> list:
 def detected(model, st) -> Contacts:
     """The body's contact nodes at pose `st` (broad phase and detection, as the replay data
     were compared with before speculative prediction existed)."""
-    body, shape = model.bodies[0], model.shapes[0]
+    body, shape = shapes.nodes_of(model, 0), model.shapes[0]
     reach = detection.reach(body, model.contact, st, model.dt)
     ci, x_s = broadphase.candidates(body, shape, st, model.contact.broadphase_margin, reach)
     return detection.detect(shape, x_s, reach, ci)[0]
@@ -156,7 +157,8 @@ def loss(model, samples, theta, pen: float = 0.0) -> float:
 def loss_of(model, samples, net, pen: float = 0.0) -> float:
     """RMS of the force and torque errors (N), plus `pen` (N/m) times the deepening."""
     e = wrench_errors(model, samples,
-                      lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model.shapes[0], model.bodies[0].node_nb))
+                      lambda s: clustering_in.cluster(net, s[2], s[0], s[1], model.shapes[0],
+                                                                 shapes.nodes_of(model, 0).node_nb))
     return float(np.sqrt(np.mean(e[:, 0] ** 2 + e[:, 1] ** 2 + (pen * e[:, 2]) ** 2) / 2))
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sim_core import shapes
 from sim_core.collision import broadphase
 from sim_core.contact import cspace
 from sim_core.math.so3 import exp_so3, log_so3
@@ -83,7 +84,7 @@ def label(model, P, R, progress=None) -> np.ndarray:
     """1 where the configuration is collision-free (no node inside the static part by the
     exact SDF), 0 where it collides."""
     out = np.empty(len(P))
-    body, shape = model.bodies[0], model.shapes[0]
+    body, shape = shapes.nodes_of(model, 0), model.shapes[0]
     exact = shape.sdf_exact
     for i in range(len(P)):
         p_w = shape.R_ws @ P[i] + shape.p_ws

@@ -1,10 +1,11 @@
 """Docking (seed 004): a plate with N centering pins docks into a block with N capsule holes.
 
 The plate (``geometry.docking.PinPlate``) is the moving body, held by the Panda through its
-grasp (or by the spring-damper drive); the block (``HoleBlock``) is fixed, its top face at
+grasp (or by the spring-damper drive), its pins the shape ``shapes.Pins`` (shape 1); the
+block (``HoleBlock``, the shape ``shapes.Holes``, shape 0) is fixed, its top face at
 world z = 0, centred on the world's z axis.  Contact is seed 004's analytic manifold (the
-detector ``pins``), solved by the project's block SOR (or PGS) with maximum dissipation, PMI
-integration, admittance control.  Gravity is off by default (a space servicer), ``[docking]
+detector ``("pins", "holes")``), solved by the project's block SOR (or PGS) with maximum
+dissipation, PMI integration, admittance control.  Gravity is off by default (a space servicer), ``[docking]
 gravity = "on"`` adds 9.81 m/s^2 along world -z (the arm itself ignores gravity, as in seed
 000).
 
@@ -25,7 +26,6 @@ import numpy as np
 from sim_core import config as config_mod
 from sim_core import step as step_mod
 from sim_core.geometry.docking import (
-    BlockSDF,
     HoleBlock,
     PinPlate,
     block_mass_properties,
@@ -33,7 +33,9 @@ from sim_core.geometry.docking import (
     plate_mass_properties,
 )
 from sim_core.scenarios.common import arm_system, contact_params, drive_gains, set_rotation
-from sim_core.types import ContactPair, Drive, Model, RigidBody, State, StaticShape
+from sim_core.shapes import Holes, Pins
+from sim_core.shapes import check as check_shapes
+from sim_core.types import ContactPair, Drive, Model, RigidBody, State
 
 GRAVITY = 9.81                      # m/s^2, when [docking] gravity = "on"
 
@@ -106,21 +108,15 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
                                      f"use \"exact\", got {c['detector']!r}")
     plate, block = parts(cfg, src)
     mass, com, J = plate_mass_properties(plate, cfg["parts"]["density"])
-    seg = plate.segments - com
-    from sim_core.collision.pins import KEYS_PER_PIN
-    keys = np.zeros(KEYS_PER_PIN, np.int64)
-    keys[[1, 5]] = 1                                                 # the base's cases; the rest: the tip's
-    nodes = np.ascontiguousarray(seg[:, keys, :].reshape(-1, 3))   # row = contact key (warm start)
-    radius = float(np.linalg.norm(seg.reshape(-1, 3), axis=1).max()) + plate.radius
-    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
-                     node_radius=radius, pins=plate, pin_segments_b=np.ascontiguousarray(seg))
-    sdf = BlockSDF(block)
-    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=sdf, bounds_s=sdf.bounds, block=block)
+    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, com_part=com)
+    pins = Pins(name=cfg["parts"]["moving"], body=0, plate=plate, segments_b=plate.segments - com)
+    shape = Holes(name=cfg["parts"]["static"], block=block)
     K, D = drive_gains(cfg)
     g = np.array([0.0, 0.0, -GRAVITY]) if cfg["docking"]["gravity"] == "on" else np.zeros(3)
-    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "pins"),),
+    model = Model(bodies=(body,), shapes=(shape, pins), pairs=(ContactPair(a=1, b=0),),
                   contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
                   gravity=g, hand_body=0)                            # the plate
+    check_shapes(model, src)
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
         model = replace(model, systems=(arm_system(cfg, K, D, body=model.hand_body),))
@@ -149,12 +145,12 @@ def meshes(cfg: dict, src: str = "<config>") -> dict:
 
 def figures(res, seat_tolerance: float) -> dict:
     """Seated or not, final lateral offset and tilt, the height still to go (m, deg)."""
-    body, shape = res.model.bodies[0], res.model.shapes[0]
-    plate, block = body.pins, shape.block
+    body, shape, pins = res.model.bodies[0], res.model.shapes[0], res.model.shapes[1]
+    plate, block = pins.plate, shape.block
     st = res.final
     R, p = st.R_wb[0], st.p_w[0]
     R_sw = shape.R_ws.T
-    tips = (R_sw @ (R @ body.pin_segments_b[:, 0, :].T + (p - shape.p_ws)[:, None])).T     # (N,3) block frame
+    tips = (R_sw @ (R @ pins.segments_b[:, 0, :].T + (p - shape.p_ws)[:, None])).T     # (N,3) block frame
     bottom = -block.depth - (block.radius - plate.radius)          # the lowest a tip's centre can go
     # each tip against its nearest hole (as the detector takes it: a plate may seat turned)
     near = np.linalg.norm(tips[:, None, :2] - block.holes_xy[None, :, :], axis=2).min(axis=1)

@@ -36,6 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from sim_core import config as config_mod
+from sim_core import shapes
 from sim_core import step as step_mod
 from sim_core.math.so3 import rot_axis_angle, twist_about_z
 from sim_core.paths import scenario_path
@@ -111,7 +112,7 @@ def _engaged_height(z_nominal: float) -> float:
     nut floats in the middle of its thread clearance (largest smallest gap, exact SDF); made
     once per process (a scan of 100 heights)."""
     model, _, scen = build("bolting", "kmeans+exact", 0.0)
-    body, shape = model.bodies[0], model.shapes[0]
+    body, shape = shapes.nodes_of(model, 0), model.shapes[0]
     p = scen.static_dims["p"]
     zs = z_nominal + np.linspace(0.0, p, 101)[:-1]
     gaps = []

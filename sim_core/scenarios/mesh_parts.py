@@ -26,7 +26,9 @@ from sim_core.geometry.mesh import mass_properties, mesh_part
 from sim_core.geometry.sdf import exact_sdf
 from sim_core.paths import assets_dir
 from sim_core.scenarios.common import arm_system, contact_params, drive_gains, set_rotation
-from sim_core.types import ContactPair, Drive, Model, RigidBody, State, StaticShape
+from sim_core.shapes import SDF, Nodes
+from sim_core.shapes import check as check_shapes
+from sim_core.types import ContactPair, Drive, Model, RigidBody, State
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
 
@@ -107,16 +109,18 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
         except WeightsError as e:
             raise config_mod.ConfigError(f"{src}: contact.clustering = \"learned\": {e}") from None
     nodes = np.ascontiguousarray(mesh.vertices - com)
-    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, nodes_b=nodes, com_part=com,
-                     node_radius=float(np.linalg.norm(nodes, axis=1).max()),
-                     node_nb=clustering_in.node_table(nodes),
-                     node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
-    shape = StaticShape(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
-                        inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
+    body = RigidBody(name=cfg["parts"]["moving"], mass=mass, inertia_b=J, com_part=com)
+    touch = Nodes(name=cfg["parts"]["moving"], body=0, nodes_b=nodes,
+                  node_radius=float(np.linalg.norm(nodes, axis=1).max()),
+                  node_nb=clustering_in.node_table(nodes),
+                  node_patch=clustering.patch_labels(nodes, c["clusters"]) if c["clustering"] == "patches" else None)
+    shape = SDF(name=cfg["parts"]["static"], sdf=sdf, sdf_exact=exact, bounds_s=bounds,
+                inner_radius_s=0.5 * static.bore if isinstance(static, profiles.HoleSpec) else 0.0)
     K, D = drive_gains(cfg)
-    model = Model(bodies=(body,), shapes=(shape,), pairs=(ContactPair(0, 0, "nodes_sdf", cs, net),),
+    model = Model(bodies=(body,), shapes=(shape, touch), pairs=(ContactPair(a=1, b=0, cspace=cs, clustering_net=net),),
                   contact=contact_params(c), drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"],
                   hand_body=0)                                           # the one moving part
+    check_shapes(model, src)
     if cfg["arm"]["robot"] == "panda":
         from dataclasses import replace
         model = replace(model, systems=(arm_system(cfg, K, D, body=model.hand_body),))

@@ -1,14 +1,16 @@
 """Scenarios: from a validated config to a Model, the set-pose trajectory, and a headless run.
 
-A scenario builds a world (``types.Model``: one moving part, one static part, their contact
-pair, the arm or the drive) by its task's builder in the table ``tasks.TASKS`` (``mesh_parts``
-for bolting and peg in hole, ``docking``), and keeps what is not physics -- the task, the
-waypoints, the parts' dimensions, the duration -- in a ``Scenario`` record.  The moving part
-follows the waypoints (through the arm, or the spring-damper drive of ``dynamics``); what the
-run measures -- penetration, axial advance, rotation about the axis, and the task figure (the
-task's ``figures`` in the table) -- is computed from the trajectory, never prescribed by it:
-the bolting drive pushes down with a soft spring and turns the nut, and only the thread
-contact can make it advance.  ``scene`` puts several scenarios' parts in one world.
+A scenario builds a world (``types.Model``: one moving part, its shapes -- the static part's
+signed distance (shape 0, on the world) and the moving part's contact nodes (shape 1) -- their
+contact pair, the arm or the drive) by its task's builder in the table ``tasks.TASKS``
+(``mesh_parts`` for bolting and peg in hole, ``docking``), and keeps what is not physics -- the
+task, the waypoints, the parts' dimensions, the duration -- in a ``Scenario`` record.  The
+moving part follows the waypoints (through the arm, or the spring-damper drive of
+``dynamics``); what the run measures -- penetration, axial advance, rotation about the axis,
+and the task figure (the task's ``figures`` in the table) -- is computed from the trajectory,
+never prescribed by it: the bolting drive pushes down with a soft spring and turns the nut,
+and only the thread contact can make it advance.  ``scene`` puts several scenarios' parts in
+one world.
 """
 from __future__ import annotations
 
@@ -30,8 +32,10 @@ from sim_core.paths import scenario_path
 from sim_core.scenarios import tasks
 from sim_core.scenarios.common import arm_system, contact_params, set_rotation  # noqa: F401 (re-exported)
 from sim_core.scenarios.mesh_parts import ADVANCE_TOLERANCE, MIN_INSERTION  # noqa: F401 (re-exported)
+from sim_core.shapes import SDF
+from sim_core.shapes import check as check_shapes
 from sim_core.systems.arm.system import joints
-from sim_core.types import Drive, Inputs, Model, State
+from sim_core.types import WORLD, Drive, Inputs, Model, State
 
 STATIC_KINDS, MOVING_KINDS = profiles.STATIC_KINDS, profiles.MOVING_KINDS
 # (set_rotation, contact_params, arm_system: the builders' shared pieces, in ``common``;
@@ -73,7 +77,7 @@ def record(cfg: dict, src: str = "<config>") -> Scenario:
 def pair_name(model: Model, k: int) -> str:
     """Pair k's name in [pairs]: "MOVING/STATIC", its body's and its shape's names."""
     p = model.pairs[k]
-    return f"{model.bodies[p.body].name}{config_mod.PAIR_SEPARATOR}{model.shapes[p.shape].name}"
+    return f"{model.shapes[p.a].name}{config_mod.PAIR_SEPARATOR}{model.shapes[p.b].name}"
 
 
 def with_materials(model: Model, cfg: dict, src: str) -> Model:
@@ -193,14 +197,18 @@ def true_penetration(model: Model, state: State) -> float:
     """Deepest penetration (m, >= 0) of the moving parts' nodes by the exact SDF: what a
     neural detector's own depths are checked against."""
     deepest = 0.0
+    from sim_core import shapes
+    from sim_core.collision.detectors import detect
     for pair in model.pairs:
-        body, shape = model.bodies[pair.body], model.shapes[pair.shape]
-        if pair.detector != "nodes_sdf":     # an analytic detector's gaps are exact already
-            from sim_core.collision.detectors import DETECTORS
-            d = DETECTORS[pair.detector](body, shape, model.contact, state.body(pair.body), 0.0).d_all
+        a, b = model.shapes[pair.a], model.shapes[pair.b]
+        pose_a, pose_b = shapes.pose(state, a.body), shapes.pose(state, b.body)
+        if {a.kind, b.kind} != {"nodes", "sdf"}:     # an analytic detector's gaps are exact already
+            d = detect(a, b, model.contact, pose_a, pose_b, 0.0).d_all
             deepest = max(deepest, float(-d.min(initial=0.0)))
             continue
-        _, x_s = broadphase.candidates(body, shape, state.body(pair.body), model.contact.broadphase_margin)
+        (nodes, at), (sdf, at_b) = ((a, pose_a), (b, pose_b)) if a.kind == "nodes" else ((b, pose_b), (a, pose_a))
+        shape = shapes.placed(sdf, at_b)
+        _, x_s = broadphase.candidates(nodes, shape, at, model.contact.broadphase_margin)
         if len(x_s):
             deepest = max(deepest, float(-shape.sdf_exact.query(x_s)[0].min()))
     return deepest
@@ -214,7 +222,7 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
     dt = model.dt if dt is None else dt
     n = int(round((scen.duration if duration is None else duration) / dt))
     axis_w = model.shapes[0].R_ws[:, 2]
-    neural = any(s.sdf is not s.sdf_exact for s in model.shapes)
+    neural = any(isinstance(s, SDF) and s.sdf is not s.sdf_exact for s in model.shapes)
     rot = 0.0
     compiling = compile_watch()          # a first run compiles kernels inside its first steps
     w0 = time.perf_counter()
@@ -398,7 +406,8 @@ def hud_text(code: float, value: float, aux: float, met: float) -> str:
 @dataclass(frozen=True)
 class Scene:
     """Several scenarios' parts side by side in one world: body i and shape i are scenario
-    i's moving and static part, shifted by ``offsets[i]``; each body follows its own
+    i's moving and static part, shifted by ``offsets[i]`` (the bodies' contact nodes follow
+    the static parts in ``model.shapes``); each body follows its own
     scenario's waypoints (shifted the same way)."""
     model: Model
     start: State
@@ -426,17 +435,34 @@ def scene(cfgs: list[dict], offsets, src: str = "<scene>") -> Scene:
         m, s = build(cfg, f"{src} (scenario {k})")
         models.append(m)
         starts.append(s)
-    shapes = tuple(replace(m.shapes[0], p_ws=m.shapes[0].p_ws + o) for m, o in zip(models, offsets))
+    # the world shapes first (scenario i's static part is shape i), shifted; then the bodies' shapes
+    fixed, moving, where = [], [], []
+    for k, (m, o) in enumerate(zip(models, offsets)):
+        at = {}
+        for j, sh in enumerate(m.shapes):
+            if sh.body == WORLD:
+                at[j] = ("fixed", len(fixed))
+                fixed.append(replace(sh, p_bs=sh.p_bs + o))
+            else:
+                at[j] = ("moving", len(moving))
+                moving.append(replace(sh, body=sh.body + k))
+        where.append(at)
+
+    def index(k: int, j: int) -> int:
+        side, i = where[k][j]
+        return i if side == "fixed" else len(fixed) + i
     default = models[0].contact.material
 
-    def own(m: Model):       # the pair's material in its own world, None where it is the scene's default
-        mat = m.contact.material if m.pairs[0].material is None else m.pairs[0].material
+    def own(m: Model, p):    # the pair's material in its own world, None where it is the scene's default
+        mat = m.contact.material if p.material is None else p.material
         return None if mat == default else mat
-    pairs = tuple(replace(m.pairs[0], body=k, shape=k, material=own(m)) for k, m in enumerate(models))
-    model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=shapes, pairs=pairs,
+    pairs = tuple(replace(p, a=index(k, p.a), b=index(k, p.b), material=own(m, p))
+                  for k, m in enumerate(models) for p in m.pairs)
+    model = Model(bodies=tuple(m.bodies[0] for m in models), shapes=tuple(fixed + moving), pairs=pairs,
                   contact=models[0].contact, drive=Drive(np.vstack([m.drive.K for m in models]),
                                                          np.vstack([m.drive.D for m in models])),
                   dt=models[0].dt, hand_body=0)          # a session's hand holds scenario 0's part
+    check_shapes(model, src)
     start = State(0.0, np.vstack([s.p_w for s in starts]) + offsets, np.concatenate([s.R_wb for s in starts]),
                   np.vstack([s.V for s in starts]))
     return Scene(model, start, tuple(record(c) for c in cfgs), offsets)

@@ -17,9 +17,10 @@ def _deepest_proxy(log, every: int = 5) -> float:
     """m: the proxy's deepest penetration into the bolt by the exact SDF (every `every` ticks)."""
     from sim_core.collision import broadphase
     from sim_core.scenarios import scenario
+    from sim_core.shapes import nodes_of
     from sim_core.types import BodyPose
     model, _, _ = scenario.load("bolting")
-    body, shape = model.bodies[0], model.shapes[0]
+    body, shape = nodes_of(model, 0), model.shapes[0]
     deepest = 0.0
     for t, m in log.messages("/proxy")[::every]:
         pose = BodyPose(t, np.array(m["p_w"]), np.array(m["R_wb"]).reshape(3, 3), np.zeros(6))

@@ -85,8 +85,9 @@ def test_two_pegs_in_two_holes_follow_their_single_runs(runs):
 def test_a_world_lists_its_bodies_shapes_and_pairs(runs):
     sc = runs[3]
     m = sc.model
-    assert m.n_bodies == 2 and len(m.shapes) == 2
-    assert [(p.body, p.shape) for p in m.pairs] == [(0, 0), (1, 1)]
+    assert m.n_bodies == 2 and len(m.shapes) == 4              # two holes, then the pegs' node sets
+    assert [(p.a, p.b) for p in m.pairs] == [(2, 0), (3, 1)]
+    assert [m.shapes[p.a].body for p in m.pairs] == [0, 1] and all(m.shapes[p.b].body == -1 for p in m.pairs)
     assert sc.start.p_w.shape == (2, 3) and sc.start.R_wb.shape == (2, 3, 3) and sc.start.V.shape == (2, 6)
     assert np.allclose(m.shapes[1].p_ws, OFFSET)
 

@@ -9,7 +9,9 @@ pytest.importorskip("pinocchio")
 
 from sim_core import step as step_mod  # noqa: E402
 from sim_core.scenarios import scenario  # noqa: E402
+from sim_core.shapes import nodes_of, pose  # noqa: E402
 from sim_core.systems.arm.system import joints  # noqa: E402
+from sim_core.types import WORLD  # noqa: E402
 
 GRASP_TOL = 1e-3     # m: the grasp is a stiff potential (1e5 N/m); 30 N of contact stretch it 0.3 mm
 
@@ -80,15 +82,15 @@ def test_patch_clustering_is_the_default_and_its_contacts_are_the_patches():
     from sim_core.collision import detectors as collision
     from sim_core.contact import clustering
     model, _, _ = scenario.load("peg_in_hole")
-    assert model.contact.clustering == "none" and model.bodies[0].node_patch is None
+    assert model.contact.clustering == "none" and nodes_of(model, 0).node_patch is None
     model, _, _ = scenario.load("bolting")
-    body = model.bodies[0]
+    body = nodes_of(model, 0)
     assert model.contact.clustering == "patches" and model.pairs[0].clustering_net is None
     assert body.node_patch.shape == (len(body.nodes_b),) and body.node_patch.max() == 11
     model, state, cfg = scenario.load("bolting")
     st = scenario.simulate(model, scenario.record(cfg), state, 2.0).final      # landed on the thread
-    body, shape = model.bodies[0], model.shapes[0]
-    nodes = collision.nodes_sdf(body, shape, model.contact, st.body(0), model.dt).nodes   # as a step does
+    body, shape = nodes_of(model, 0), model.shapes[0]
+    nodes = collision.detect(body, shape, model.contact, st.body(0), pose(st, WORLD), model.dt).nodes   # as a step does
     deepest = -float(nodes.d.min())
     assert 0.0 < deepest < model.contact.fallback_depth
     direct = clustering.patches(nodes, body.node_patch, 12, shape.R_ws, shape.p_ws)
@@ -126,12 +128,12 @@ def test_learned_clustering_contacts_are_the_networks():
     cfg["contact"]["clustering"] = "learned"
     model, state = scenario.build(cfg, "bolting (learned)")
     scen = scenario.record(cfg)
-    body, shape, net = model.bodies[0], model.shapes[0], model.pairs[0].clustering_net
+    body, shape, net = nodes_of(model, 0), model.shapes[0], model.pairs[0].clustering_net
     st = scenario.simulate(model, scen, state, 2.0).final               # landed on the thread
     f_ext = np.array([0.5, -0.3, -12.0, 0.0, 0.0, 0.2])
 
     def detected(st):
-        return collision.nodes_sdf(body, shape, model.contact, st.body(0), model.dt).nodes   # as a step does
+        return collision.detect(body, shape, model.contact, st.body(0), pose(st, WORLD), model.dt).nodes  # as a step
     for _ in range(50):         # the first landed state the networks take (shallower than the safety net)
         nodes = detected(st)
         if 0.0 < -float(nodes.d.min()) < model.contact.fallback_depth:

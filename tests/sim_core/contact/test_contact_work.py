@@ -109,8 +109,8 @@ def tilted_pin_cfg():
 def test_a_tilted_zero_clearance_pin_stops_at_the_geometric_stop_and_gains_nothing():
     cfg = tilted_pin_cfg()
     res, w_contact, w_drive, _ = run_with_work(cfg)
-    body = res.model.bodies[0]
-    tip = res.final.R_wb[0] @ body.pin_segments_b[0, 0] + res.final.p_w[0]
+    pins = res.model.shapes[1]
+    tip = res.final.R_wb[0] @ pins.segments_b[0, 0] + res.final.p_w[0]
     z_stop = stop_height(0.5 * cfg["docking"]["hole_diameter"])
     assert w_drive > 0.0                                   # it was pushed
     assert w_contact <= WORK_TOL, (w_contact, w_drive)

@@ -8,6 +8,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
+from sim_core import shapes
 from sim_core.collision import broadphase, detection
 from sim_core.contact import interaction_networks as CI
 from sim_core.scenarios import scenario
@@ -27,7 +28,7 @@ def engaged():
     model, state = scenario.build(cfg)
     res = scenario.simulate(model, scenario.record(cfg), state, 2.5)
     st = res.final.body(0)
-    body, shape = model.bodies[0], model.shapes[0]
+    body, shape = shapes.nodes_of(model, 0), model.shapes[0]
     reach = detection.reach(body, model.contact, st, model.dt)
     ci, x_s = broadphase.candidates(body, shape, st, model.contact.broadphase_margin, reach)
     nodes, _ = detection.detect(shape, x_s, reach, ci)

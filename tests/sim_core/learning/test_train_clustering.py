@@ -12,6 +12,7 @@ from sim_core.learning import reference_data, wrench_data
 from sim_core.learning import train_clustering as TC
 from sim_core.paths import scenario_path
 from sim_core.scenarios import scenario
+from sim_core.shapes import nodes_of
 
 # the replay solves the same step again, without the reference run's warm start: the SOR
 # tolerance (1e-5 N per contact, over hundreds of contacts) bounds how far it can land
@@ -118,7 +119,7 @@ def test_training_can_start_from_weights_and_weigh_penetration(ref, tmp_path):
     samples = TC.prepare(model, d, np.arange(0, len(d), 25))
     net = clustering_in.load(shipped)
     e = TC.wrench_errors(model, samples, lambda x: clustering_in.cluster(net, x[2], x[0], x[1], model.shapes[0],
-                                                                        model.bodies[0].node_nb))
+                                                                        nodes_of(model, 0).node_nb))
     assert e.shape == (len(samples), 3) and (e >= 0).all()
     assert TC.loss_of(model, samples, net, 2e4) >= TC.loss_of(model, samples, net) - 1e-15
     assert rep["start_validation_loss_N"] > 0

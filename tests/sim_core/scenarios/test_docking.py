@@ -114,10 +114,10 @@ def test_a_plate_seated_a_quarter_turn_round_is_seated():
     from sim_core.types import State
     cfg = _cfg()
     model, st = scenario.build(cfg)
-    body, blk = model.bodies[0], model.shapes[0].block
+    body, blk, plate = model.bodies[0], model.shapes[0].block, model.shapes[1].plate
     R = scenario.set_rotation(math.pi / 2, 0.0, 0.0)
-    bottom = -blk.depth - (blk.radius - body.pins.radius)
-    origin = np.array([0.0, 0.0, bottom + body.pins.length])         # tips at the holes' bottoms
+    bottom = -blk.depth - (blk.radius - plate.radius)
+    origin = np.array([0.0, 0.0, bottom + plate.length])         # tips at the holes' bottoms
     final = State(0.0, origin + R @ body.com_part, R, np.zeros(6))
     res = scenario.RunResult(model=model, scen=scenario.record(cfg), final=final)
     fig = docking.figures(res, cfg["docking"]["seat_tolerance"])
