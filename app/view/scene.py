@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from app.view.window import Snapshot
+from sim_core.types import WORLD
 
 BOLT_RGBA = (0.66, 0.68, 0.72, 1.0)       # steel
 NUT_RGBA = (0.86, 0.66, 0.26, 1.0)        # yellow-zinc plating
@@ -70,12 +71,12 @@ def bolting_snapshot(t: float = 2.1, with_arm: bool = False) -> Snapshot:
 
 
 def complete_snapshot(model, state) -> Snapshot:
-    """A frame of the complete simulation (a ``types.State`` with the arm): every fixed shape
-    and every body (their names are their meshes'), and the arm's solids
+    """A frame of the complete simulation (a ``types.State`` with the arm): every world-fixed
+    shape and every body (their names are their meshes'), and the arm's solids
     (``sim_core.systems.arm.visual``)."""
     from sim_core.systems.arm.system import arm_of, joints
     from sim_core.systems.arm.visual import arm_solids
-    parts = [(s.name, s.p_ws, s.R_ws, BOLT_RGBA) for s in model.shapes]
+    parts = [(s.name, s.p_ws, s.R_ws, BOLT_RGBA) for s in model.shapes if s.body == WORLD]
     for b, p, R in zip(model.bodies, state.p_w, state.R_wb):
         parts.append((b.name, p - R @ b.com_part, R, NUT_RGBA))        # from the mesh frame's origin
     return Snapshot(t=state.t, parts=parts, arm=arm_solids(arm_of(model)[1].arm, joints(state)[0]))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim_core.io.records import MAX_CONTACTS, PROXY, snapshot_layout
+from sim_core.types import WORLD
 
 STATIC_RGBA = (0.66, 0.68, 0.72, 1.0)
 MOVING_RGBA = (0.86, 0.66, 0.26, 1.0)
@@ -149,7 +150,7 @@ def view_world(model) -> ViewWorld:
     """The ``ViewWorld`` of a ``types.Model`` (mesh names are the bodies' and shapes' names)."""
     return ViewWorld(bodies=tuple((b.name, np.asarray(b.com_part, float)) for b in model.bodies),
                      shapes=tuple((s.name, np.asarray(s.p_ws, float), np.asarray(s.R_ws, float))
-                                  for s in model.shapes),
+                                  for s in model.shapes if s.body == WORLD),
                      hand=int(model.hand_body))
 
 
