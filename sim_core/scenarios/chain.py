@@ -3,13 +3,13 @@ a world anchor under gravity: the building block of seed 002's cable, and the te
 the solve on blocks (one coupled island of 6 N coordinates, ``step.solve``).
 
 Links are capsule-like rods along their body x axis: length L between the cap centres, radius
-r, uniform density; their contact nodes are the two cap centres (a capsule detector reads
-them with the radius).  Coupling k joins link k-1's +x cap centre to link k's -x cap centre
+r, uniform density; shape i is link i's capsule (``shapes.Capsule`` on body i, its axis along
+the body's x).  Coupling k joins link k-1's +x cap centre to link k's -x cap centre
 (``anchors = "ends"``), the first one to the world anchor at the origin; ``anchors = "com"``
 joins the centres of mass instead (zero-length translational springs: e is then linear in the
 poses and the discrete energy is exact, ``couplings``).  The chain starts straight along world
-+x, at rest, so it swings down.  No shapes and no pairs: a world adds them (a drum, a floor)
-with a few lines -- the bodies are ``model.bodies``, their radius ``LinkSpec.radius``.
++x, at rest, so it swings down.  No pairs: a world adds them (a drum, a floor) with a few
+lines -- the link capsules are shapes 0 .. N-1, the world's own shapes come after them.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from sim_core.dynamics import couplings
 from sim_core.dynamics.couplings import Couplings
+from sim_core.shapes import Capsule
 from sim_core.types import WORLD, ContactParams, Drive, Model, RigidBody, State
 
 GRAVITY = np.array([0.0, 0.0, -9.81])     # m/s^2, world
@@ -49,8 +50,17 @@ def link_body(spec: LinkSpec, name: str) -> RigidBody:
     # the cylinder about a diameter, and the two half spheres at +-L/2 (parallel axis, their
     # own COM 3r/8 beyond the cap centre; 83/320 m r^2 about the centre of the half sphere's COM)
     iyy = m_c * (3 * r * r + L * L) / 12 + m_s * (83.0 / 320.0 * r * r + (L / 2 + 3 * r / 8) ** 2)
-    nodes = np.array([[-L / 2, 0.0, 0.0], [L / 2, 0.0, 0.0]])
-    return RigidBody(name, m_c + m_s, np.diag([ixx, iyy, iyy]), nodes, np.zeros(3), node_radius=L / 2)
+    return RigidBody(name, m_c + m_s, np.diag([ixx, iyy, iyy]), np.zeros(3))
+
+
+# a link's capsule axis (the shape's z) along the body's x: a quarter turn about y
+CAPSULE_R_BS = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
+
+
+def link_shapes(spec: LinkSpec, n: int) -> tuple:
+    """Each link's capsule (shape i on body i), for the pairs a world adds."""
+    return tuple(Capsule(name=f"link{i}", body=i, R_bs=CAPSULE_R_BS.copy(), radius=spec.radius,
+                         half_length=0.5 * spec.length) for i in range(n))
 
 
 def build(n: int, spec: LinkSpec = LinkSpec(), dt: float = 0.01, contact: ContactParams | None = None,
@@ -68,7 +78,7 @@ def build(n: int, spec: LinkSpec = LinkSpec(), dt: float = 0.01, contact: Contac
     eye = np.tile(np.eye(3), (n, 1, 1))
     cp = Couplings(a, b, r_a, eye, r_b, eye.copy(), np.tile(np.array(spec.K, float), (n, 1)),
                    np.tile(np.array(spec.D, float), (n, 1)))
-    model = Model(bodies=bodies, shapes=tuple(shapes), pairs=tuple(pairs),
+    model = Model(bodies=bodies, shapes=link_shapes(spec, n) + tuple(shapes), pairs=tuple(pairs),
                   contact=default_contact() if contact is None else contact,
                   drive=Drive(np.zeros((n, 6)), np.zeros((n, 6))), dt=dt, couplings=cp, gravity=GRAVITY.copy())
     p = np.zeros((n, 3))
