@@ -85,11 +85,6 @@ def test_two_free_bodies_keep_their_linear_momentum_through_the_contact():
     assert np.linalg.norm(P1 - P0) <= MOMENTUM_TOL * np.linalg.norm(P0), (P0, P1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the solve takes each contact's lever arm from the bodies' start-of-step COMs; PMI moves a "
-    "body by its midpoint velocity, so the orbital momentum changes by p_mid x f T and the total "
-    "by (T^2/2) (v_m,a - v_m,b) x f per contact step (measured 1.7e-2 relative here): exact "
-    "conservation needs the lever arms at the midpoint pose (the solve's, issue 24 part 4)"))
 def test_two_free_bodies_keep_their_angular_momentum_through_the_contact():
     model, st = _ball_and_link()
     (_, L0), (_, L1), touching, _ = _run(model, st)
