@@ -14,7 +14,8 @@ It reads as its stages:
    bodies' blocks (``System.fold``);
 6. **solving** -- the configured solver on the Delassus operator of the contacts, island by
    island, islands joined by couplings and body-body contacts (``contact.solvers.SOLVERS``,
-   ``islands``, ``solve``), each contact with its pair's material (``contact.materials``);
+   ``islands``, ``solve``), each contact with its pair's material (``contact.materials``); an
+   island with a contact between two bodies keeps their total momentum (``contact.body_body``);
 7. **integration** -- every body's pose in one kernel (``systems.rigid.advance``) and each
    system's own state (``System.advance``).
 

@@ -189,7 +189,7 @@ def solve(model, state, solver, sub: Contacts, g: np.ndarray, blk, V_prev: np.nd
     if change <= FIXED_POINT_TOL:
         return s
     # the forces held, w_bar alone to its fixed point: each body's block on its own
-    G_s, V = G, s.V
+    G_s, V, gen = G, s.V, s.generalized
     extra = np.zeros(V.size) if row is None else np.asarray(row[0], float) * s.lam_c     # N^C lambda^C
     for _ in range(FIXED_POINT_MAX):
         A, b = isl.blocks(w_bar)
