@@ -9,7 +9,8 @@ and map a world torque to the body by R_k^T: under an impulse T f at x on body a
 body b the total angular momentum then changes by about (T^2/2)(v_a - v_b) x f per contact
 step (1.7e-2 relative in ``test_body_body``'s throw).
 
-Derivation (each line checked numerically in ``tests/sim_core/collision/test_body_body.py``).
+Derivation (checked numerically on one body and on colliding pairs in
+``tests/sim_core/collision/test_body_body.py``).
 With the body's generalized force [f; tau_b] (f world, tau_b body axes) over the step T:
 
 1. Orbital part.  m (v+ - v) = T f and p+ = p + T (v + v+)/2, so
@@ -33,8 +34,8 @@ take the contact velocity u = G V (their targets, the push-out's work) with the 
 price: u = G V is not the point's true velocity, v + R w x (x - p) in the ordinary rows, but
 v + R (I + T/2 S(w_bar)) w x (x - p~): they differ by O(T |v|) in the lever (a half step's
 travel of the COM) and O(T |w|) in the rotation, so the contact's Signorini target and its
-friction's sliding velocity are off by that much (at T = 10 ms, 1 m/s: 5 mm of lever, under
-the contact band only for slow bodies; the momentum is exact regardless).
+friction's sliding velocity are off by that much (at T = 10 ms and 1 m/s the lever point is
+5 mm from the COM); the momentum is exact regardless.
 
 w_bar must be the Coriolis point of the motion WITH the contacts, while ``systems.rigid.blocks``
 evaluates it on the contact-free motion.  So the island is solved as a fixed point: from the
@@ -49,14 +50,17 @@ and the last pass's forces lambda are then held while w_bar alone is iterated to
 ``FIXED_POINT_TOL``: with lambda fixed each body's V+ = A(w_bar)^-1 (b(w_bar) + G(w_bar)^T
 lambda) is smooth in w_bar and the map contracts as the contact-free one does.  The momentum
 is then exact (equal and opposite forces at one point, each body at its own Coriolis point),
-and the forces are the solver's at a w_bar within ``RESOLVE_TOL`` of the final one (their
-contact laws hold to that: far below the solver's own tolerance).  The push-out budget is
-rebooked with the held forces' work at the final rows (``solvers.contact_work``).
+and the forces are the solver's answer at a w_bar within ``RESOLVE_TOL`` of the final one, or
+wherever ``RESOLVE_MAX`` passes left it (1.5e-4 on the 98 every-node contacts): their contact
+laws hold at the final rows up to that change of the rows and blocks (relative T |w| / 2 times
+it).  The push-out budget is rebooked with the held forces' work at the final rows
+(``solvers.contact_work``), so the contacts' summed work stays what the budget allows.
 
 Scope: islands with a body-body contact, no couplings and at most ``step.SMALL_ISLAND`` bodies
-(the velocity-space solve); a body against the world alone keeps the ordinary rows and
-today's arithmetic, bitwise.  A coupled or large island with body-body contacts (a cable's
-links against each other) still takes the ordinary rows in ``step._contact_space``.
+(the velocity-space solve), every contact in it (its world contacts too) on these rows; an
+island without a body-body contact keeps the ordinary rows and today's arithmetic, bitwise.
+A coupled or large island with body-body contacts (a cable's links against each other) still
+takes the ordinary rows in ``step._contact_space``.
 """
 from __future__ import annotations
 
