@@ -14,7 +14,8 @@ It reads as its stages:
    bodies' blocks (``System.fold``);
 6. **solving** -- the configured solver on the Delassus operator of the contacts, island by
    island, islands joined by couplings and body-body contacts (``contact.solvers.SOLVERS``,
-   ``islands``, ``solve``), each contact with its pair's material (``contact.materials``);
+   ``islands``, ``solve``), each contact with its pair's material (``contact.materials``); an
+   island with a contact between two bodies keeps their total momentum (``contact.body_body``);
 7. **integration** -- every body's pose in one kernel (``systems.rigid.advance``) and each
    system's own state (``System.advance``).
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from sim_core import shapes
 from sim_core.collision import detectors as collision
-from sim_core.contact import clustering, cspace, frames, materials
+from sim_core.contact import body_body, clustering, cspace, frames, materials
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import couplings
 from sim_core.systems import rigid
@@ -249,7 +250,11 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
         if row is not None and np.any(row[0][cols]):
             row_g = (row[0][cols], row[1])
         kc = np.zeros(0, np.int64) if ca is None else np.flatnonzero((local[cb] >= 0) & (ca >= 0))
-        if kc.size == 0 and g.size <= SMALL_ISLAND:
+        if kc.size == 0 and g.size <= SMALL_ISLAND and body_body.applies(sub):
+            # body-body contacts: rows that keep the total momentum (contact.body_body)
+            s = body_body.solve(model, state, solver, sub, g, blk, V_prev[cols], dt, warm, row_g)
+            V[cols], gen[cols] = s.V, s.generalized
+        elif kc.size == 0 and g.size <= SMALL_ISLAND:
             A = np.zeros((cols.size, cols.size))
             for j in range(g.size):
                 A[6 * j:6 * j + 6, 6 * j:6 * j + 6] = blk.A[g[j]]

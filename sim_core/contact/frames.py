@@ -9,6 +9,9 @@ A contact touches at most two blocks, so its Jacobian is stored sparse: ``contac
 gives the two (3,6) pieces and the block each acts on (the island solve, ``step.solve``);
 ``world_jacobians`` scatters them into a dense (m,3,6B) array for a small island's
 velocity-space solve; ``contact_jacobians`` is the one-body form the haptic proxy calls.
+``lever_rows`` are the rows with which body-body contacts keep the total momentum under PMI
+(``contact.body_body`` derives them): the lever from the point p~ = p_k + T v_k / 2 and the
+body torque (I - T/2 S(w_bar)) R^T ((x - p~) x f).
 """
 from __future__ import annotations
 
@@ -104,4 +107,46 @@ def contact_rows(x_w, n_w, body, other, p_w, R_wb):
         _rows(Gb, i, 0, 1.0, Cf[i], R_wb[body[i]], x_w[i], p_w[body[i]])
         if other[i] >= 0:
             _rows(Go, i, 0, -1.0, Cf[i], R_wb[other[i]], x_w[i], p_w[other[i]])
+    return Gb, Go, Cf
+
+
+@njit(cache=True)
+def _lever_rows(G, i, sign, Cf_i, R, x, p_lever, w_bar, T):
+    """Contact i's three rows on the body at (p~, R) with the Coriolis point w_bar
+    (``contact.body_body``): row k = [c_k, (I - T/2 S(w_bar)) (r_b x R^T c_k)],
+    r_b = R^T (x - p~) -- the force c_k at x as the body torque that keeps the world momentum."""
+    d0, d1, d2 = x[0] - p_lever[0], x[1] - p_lever[1], x[2] - p_lever[2]
+    r0 = R[0, 0] * d0 + R[1, 0] * d1 + R[2, 0] * d2
+    r1 = R[0, 1] * d0 + R[1, 1] * d1 + R[2, 1] * d2
+    r2 = R[0, 2] * d0 + R[1, 2] * d1 + R[2, 2] * d2
+    h = 0.5 * T
+    for k in range(3):
+        c0, c1, c2 = Cf_i[0, k], Cf_i[1, k], Cf_i[2, k]
+        b0 = R[0, 0] * c0 + R[1, 0] * c1 + R[2, 0] * c2
+        b1 = R[0, 1] * c0 + R[1, 1] * c1 + R[2, 1] * c2
+        b2 = R[0, 2] * c0 + R[1, 2] * c1 + R[2, 2] * c2
+        a0, a1, a2 = r1 * b2 - r2 * b1, r2 * b0 - r0 * b2, r0 * b1 - r1 * b0       # r_b x R^T c_k
+        G[i, k, 0] = sign * c0
+        G[i, k, 1] = sign * c1
+        G[i, k, 2] = sign * c2
+        G[i, k, 3] = sign * (a0 - h * (w_bar[1] * a2 - w_bar[2] * a1))          # - T/2 w_bar x a
+        G[i, k, 4] = sign * (a1 - h * (w_bar[2] * a0 - w_bar[0] * a2))
+        G[i, k, 5] = sign * (a2 - h * (w_bar[0] * a1 - w_bar[1] * a0))
+
+
+@njit(cache=True)
+def lever_rows(x_w, n_w, body, other, p_lever, R_wb, w_bar, T):
+    """``contact_rows`` with the momentum-keeping rows of ``_lever_rows``: (G_body (m,3,6),
+    G_other (m,3,6), frames (m,3,3)); p_lever (B,3) m the lever points p~, w_bar (B,3) rad/s the
+    bodies' Coriolis points (body axes), T s the step."""
+    m = x_w.shape[0]
+    Cf = contact_frames(n_w)
+    Gb = np.zeros((m, 3, 6))
+    Go = np.zeros((m, 3, 6))
+    for i in range(m):
+        j = body[i]
+        _lever_rows(Gb, i, 1.0, Cf[i], R_wb[j], x_w[i], p_lever[j], w_bar[j], T)
+        if other[i] >= 0:
+            j = other[i]
+            _lever_rows(Go, i, -1.0, Cf[i], R_wb[j], x_w[i], p_lever[j], w_bar[j], T)
     return Gb, Go, Cf

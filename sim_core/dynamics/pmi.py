@@ -42,11 +42,14 @@ converges to rounding in a few 6x6 solves at the simulator's steps (``coriolis_p
 
 Everything that is linear in V_{k+1} (a spring-damper drive evaluated at the midpoint, the
 contact impulses) is folded into one 6x6 system  A V_{k+1} = b:  ``system`` builds the free
-part, the contact solver adds J^T f, ``advance`` moves the pose.  Under contact the callers
-(``dynamics.assemble``) passes the Coriolis point of the
-contact-free system: the energy balance stays exact, and momentum is not conserved under
-contact impulses anyway.  Callers with nothing better (``w_bar`` omitted) get the seed's
-start-of-step C(w_k).
+part, the contact solver adds J^T f, ``advance`` moves the pose.  Under contact the bodies'
+blocks (``systems.rigid.blocks``) take the Coriolis point of the contact-free system: the
+energy balance stays exact at any point, and a contact with the world changes the momentum
+anyway.  Between two bodies the total momentum is kept exactly (``contact.body_body``): the
+contact's lever is taken from p_k + T v_k / 2, its body torque mapped by
+(I - T/2 S(w_bar)) R_k^T, and w_bar moved to the Coriolis point of the motion with the
+contacts (a fixed point over the island's solve).  Callers with nothing better (``w_bar``
+omitted) get the seed's start-of-step C(w_k).
 """
 from __future__ import annotations
 
