@@ -7,7 +7,7 @@ kernel); a cable is more bodies plus couplings (``dynamics.couplings``), not a s
 ``State.systems`` at the same index.  Per step, in this order:
 
 1. ``prepare(model, state, sub, inp, dt, blocks)`` -- what it needs at the start of the step
-   (kinematics, the coupling's error); adds its wrench on the bodies now to ``blocks.pull``.
+   (kinematics, the coupling's error); adds its wrench on the bodies now to ``Blocks.pull`` (``systems.rigid``).
    Returns an opaque ``prep``.
 2. ``fold(model, state, sub, inp, dt, prep, blocks)`` -- adds its couplings to the bodies'
    blocks and eliminates its own coordinates into them (``dynamics.couplings.fold``: the
