@@ -36,12 +36,13 @@ that is not folded stays in the island's matrix and is solved with the contacts
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from sim_core.math.so3 import log_so3
+from sim_core.math.so3 import exp_so3, log_so3, skew
 from sim_core.types import WORLD
 
 
@@ -78,44 +79,69 @@ def potential_terms(Ga, Gb, H, F0):
 
 # ---- many couplings: one kernel -----------------------------------------------------------------
 
+# The rotational rows' secant correction is left out below this |theta|^2 (rad^2): there the
+# rotation's second-order change is below rounding of the pose error itself.
+SECANT_FLOOR = 1e-20
+
+
 @njit(cache=True)
-def _map(R, r, G):
-    """anchor_map into G (6,6), scalar arithmetic."""
+def left_jacobian(th):
+    """J_l(th) = sum_k S(th)^k / (k+1)! (3x3), so that exp(S(th)) - I = J_l(th) S(th):
+    I + (1 - cos t)/t^2 S(th) + (t - sin t)/t^3 S(th)^2, t = |th|."""
+    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
+    K = skew(th)
+    if t2 < 1e-6:
+        # t < 1e-3: the series through t^4 (the next terms are below t^6 / 40320 < 1e-22)
+        a = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+    else:
+        t = math.sqrt(t2)
+        s = math.sin(0.5 * t) / t
+        a = 2.0 * s * s                    # (1 - cos t) / t^2 without the cancellation
+        c = (t - math.sin(t)) / (t2 * t)
+    return np.eye(3) + a * K + c * (K @ K)
+
+
+@njit(cache=True)
+def _map(R, r, th, G):
+    """G (6,6) of a body turned by th (rad, body axes) over the step: anchor_map with its
+    translational-angular block -R J_l(th) S(r) (module docstring); th = 0 gives anchor_map."""
+    M = R @ left_jacobian(th)
     for i in range(6):
         for j in range(6):
             G[i, j] = 0.0
     for i in range(3):
         G[i, i] = 1.0
-        # -R S(r): column j of S(r) is r x e_j
-        G[i, 3] = -(R[i, 1] * r[2] - R[i, 2] * r[1])
-        G[i, 4] = -(R[i, 2] * r[0] - R[i, 0] * r[2])
-        G[i, 5] = -(R[i, 0] * r[1] - R[i, 1] * r[0])
+        # -M S(r): column j of S(r) is r x e_j
+        G[i, 3] = -(M[i, 1] * r[2] - M[i, 2] * r[1])
+        G[i, 4] = -(M[i, 2] * r[0] - M[i, 0] * r[2])
+        G[i, 5] = -(M[i, 0] * r[1] - M[i, 1] * r[0])
         for j in range(3):
             G[3 + i, 3 + j] = R[i, j]
 
 
 @njit(cache=True)
-def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, T, A, rhs):
-    """Every coupling's midpoint spring-damper (module docstring): adds the diagonal terms to
-    the bodies' blocks A (B,6,6) and right-hand sides rhs (B,6) in place and returns the
-    off-diagonal blocks A_ab (c,6,6) (zero where a is the world) and the pose errors e (c,6)."""
+def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, theta, T, A, rhs):
+    """Every coupling's midpoint spring-damper (module docstring) with the bodies' turns theta
+    (B,3) over the step: adds the diagonal terms to the bodies' blocks A (B,6,6) and
+    right-hand sides rhs (B,6) in place and returns the off-diagonal blocks A_ab (c,6,6) (zero
+    where a is the world), the pose errors e (c,6) and F0 = K e + H e_dot_k (c,6)."""
     c = b.shape[0]
     Aab = np.zeros((c, 6, 6))
     err = np.zeros((c, 6))
+    force = np.zeros((c, 6))
     Ga = np.zeros((6, 6))
     Gb = np.zeros((6, 6))
     for k in range(c):
         j = b[k]
         Rgb = R_wb[j] @ R_b[k]
         xb = p_w[j] + R_wb[j] @ r_b[k]
-        _map(R_wb[j], r_b[k], Gb)
-        ed = -(Gb @ V[j])
+        _map(R_wb[j], r_b[k], theta[j], Gb)
         i = a[k]
         if i >= 0:
             Rga = R_wb[i] @ R_a[k]
             xa = p_w[i] + R_wb[i] @ r_a[k]
-            _map(R_wb[i], r_a[k], Ga)
-            ed += Ga @ V[i]
+            _map(R_wb[i], r_a[k], theta[i], Ga)
         else:
             Rga = R_a[k].copy()
             xa = r_a[k].copy()
@@ -123,8 +149,33 @@ def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, T, A, rhs):
         e[:3] = xa - xb
         e[3:] = Rgb @ log_so3(Rgb.T @ Rga)
         err[k] = e
+        rot = False
+        for q in range(3, 6):
+            rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
+        if rot:
+            # the rotational rows' secant (module docstring): their exact change over the step
+            # less its linear part, spread over the turns
+            thb = theta[j]
+            tha = theta[i] if i >= 0 else np.zeros(3)
+            s = thb @ thb + tha @ tha
+            if s > SECANT_FLOOR:
+                Rgb1 = R_wb[j] @ exp_so3(thb) @ R_b[k]
+                if i >= 0:
+                    Rga1 = R_wb[i] @ exp_so3(tha) @ R_a[k]
+                    lin = R_wb[i] @ tha - R_wb[j] @ thb
+                else:
+                    Rga1 = Rga
+                    lin = -(R_wb[j] @ thb)
+                cr = (Rgb1 @ log_so3(Rgb1.T @ Rga1) - e[3:] - lin) / s
+                Gb[3:, 3:] -= np.outer(cr, thb)
+                if i >= 0:
+                    Ga[3:, 3:] += np.outer(cr, tha)
+        ed = -(Gb @ V[j])
+        if i >= 0:
+            ed += Ga @ V[i]
         h = 0.5 * (K[k] * T / 2 + D[k])
         F0 = K[k] * e + h * ed
+        force[k] = F0
         HGb = h[:, None] * Gb
         A[j] += Gb.T @ HGb
         rhs[j] += Gb.T @ F0
@@ -133,22 +184,52 @@ def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, T, A, rhs):
             A[i] += Ga.T @ HGa
             rhs[i] -= Ga.T @ F0
             Aab[k] = -(Ga.T @ HGb)
-    return Aab, err
+    return Aab, err, force
 
 
-def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, T, A, rhs):
+def left_jacobian_numpy(th) -> np.ndarray:
+    """``left_jacobian`` in NumPy (the reference)."""
+    t = float(np.linalg.norm(th))
+    K = np.array([[0.0, -th[2], th[1]], [th[2], 0.0, -th[0]], [-th[1], th[0], 0.0]])
+    if t < 1e-3:
+        a, c = 0.5 - t ** 2 / 24 + t ** 4 / 720, 1 / 6 - t ** 2 / 120 + t ** 4 / 5040
+    else:
+        a, c = (1 - np.cos(t)) / t ** 2, (t - np.sin(t)) / t ** 3
+    return np.eye(3) + a * K + c * K @ K
+
+
+def turned_map(R_wb, r_b, th) -> np.ndarray:
+    """``_map`` in NumPy: anchor_map of a body that turns by th (body axes) over the step."""
+    G = anchor_map(R_wb, r_b)
+    G[:3, 3:] = -R_wb @ left_jacobian_numpy(th) @ np.array([[0.0, -r_b[2], r_b[1]], [r_b[2], 0.0, -r_b[0]],
+                                                            [-r_b[1], r_b[0], 0.0]])
+    return G
+
+
+def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
     """``coupling_terms`` in plain NumPy, one coupling at a time (the reference the kernel is
     tested against)."""
-    Aab, err = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6))
+    from scipy.spatial.transform import Rotation
+    Aab, err, force = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6)), np.zeros((len(cp), 6))
     for k in range(len(cp)):
         i, j = int(cp.a[k]), int(cp.b[k])
-        Gb = anchor_map(R_wb[j], cp.r_b[k])
+        Gb = turned_map(R_wb[j], cp.r_b[k], theta[j])
         Rgb, xb = R_wb[j] @ cp.R_b[k], p_w[j] + R_wb[j] @ cp.r_b[k]
         if i == WORLD:
-            Ga, Rga, xa, Va = np.zeros((6, 6)), cp.R_a[k], cp.r_a[k], np.zeros(6)
+            Ga, Rga, xa, Va, tha = np.zeros((6, 6)), cp.R_a[k], cp.r_a[k], np.zeros(6), np.zeros(3)
         else:
-            Ga, Rga, xa, Va = anchor_map(R_wb[i], cp.r_a[k]), R_wb[i] @ cp.R_a[k], p_w[i] + R_wb[i] @ cp.r_a[k], V[i]
-        e = np.concatenate([xa - xb, Rgb @ log_so3(Rgb.T @ Rga)])
+            Ga, Rga, xa, Va, tha = (turned_map(R_wb[i], cp.r_a[k], theta[i]), R_wb[i] @ cp.R_a[k],
+                                    p_w[i] + R_wb[i] @ cp.r_a[k], V[i], theta[i])
+        e = np.concatenate([xa - xb, Rgb @ Rotation.from_matrix(Rgb.T @ Rga).as_rotvec()])
+        s = theta[j] @ theta[j] + tha @ tha
+        if (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
+            Rb1 = R_wb[j] @ Rotation.from_rotvec(theta[j]).as_matrix() @ cp.R_b[k]
+            Ra1 = Rga if i == WORLD else R_wb[i] @ Rotation.from_rotvec(tha).as_matrix() @ cp.R_a[k]
+            lin = (0.0 if i == WORLD else R_wb[i] @ tha) - R_wb[j] @ theta[j]
+            cr = (Rb1 @ Rotation.from_matrix(Rb1.T @ Ra1).as_rotvec() - e[3:] - lin) / s
+            Gb[3:, 3:] -= np.outer(cr, theta[j])
+            if i != WORLD:
+                Ga[3:, 3:] += np.outer(cr, tha)
         H = np.diag(0.5 * (cp.K[k] * T / 2 + cp.D[k]))
         F0 = cp.K[k] * e + H @ (Ga @ Va - Gb @ V[j])
         Aaa, Abb, Aab_k, ba, bb = potential_terms(Ga, Gb, H, F0)
@@ -158,15 +239,190 @@ def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, T, A, rhs):
             A[i] += Aaa
             rhs[i] += ba
             Aab[k] = Aab_k
-        err[k] = e
-    return Aab, err
+        err[k], force[k] = e, F0
+    return Aab, err, force
 
 
-def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs):
-    """The couplings' terms (kernel): (A_ab (c,6,6), e (c,6)); nothing when there are none."""
+def system_matrix(A_blocks, a, b, A_ab):
+    """The bodies' A (6B x 6B) as a sparse CSC matrix: the blocks on the diagonal, each
+    coupling's A_ab at (a, b) and its transpose at (b, a); couplings to the world add none."""
+    from scipy import sparse
+    k = A_blocks.shape[0]
+    w = a >= 0
+    a, b, A_ab = a[w], b[w], A_ab[w]
+    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
+    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
+         (6 * b[:, None, None] + ii).ravel()]
+    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
+          (6 * a[:, None, None] + jj).ravel()]
+    v = [A_blocks.ravel(), A_ab.ravel(), A_ab.transpose(0, 2, 1).ravel()]
+    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
+
+
+# Stop the turn iteration when a Newton pass would change the turns by less than this,
+# relative to the largest turn.  A turn error d leaves an energy error of about
+# |F| |r| |theta| d per coupling and step (module docstring): some 1e-10 theta^2 of the spring's
+# work, far below 1e-6 over 1e4 steps.  Not smaller: the rotational rows' secant divides by
+# |theta|^2, so the passes stall at a rounding floor (measured 1e-14 rad at |theta| = 1.5e-3 to
+# 2.5e-3, i.e. ~1e-11 relative, on the chain with its 0.05 N m/rad bending springs).
+TURN_TOL = 1e-10
+TURN_MAX_ITER = 50
+# Below this turn (rad) the tolerance is absolute, TURN_TOL * TURN_FLOOR: a body at rest is
+# converged when its turn is zero to rounding.
+TURN_FLOOR = 1e-3
+# Newton refreshes its matrix while the turns still change by more than this (relative); below,
+# the last factorization is reused: its error is then O(this), so each pass still gains that.
+NEWTON_REFRESH = 1e-6
+# The most a Newton pass may change a body's turn (rad): far from the solution (steps where a
+# link turns ~1 rad) a full pass can overshoot; capped, it walks in (measured at T = 10 ms).
+TURN_STEP = 0.3
+
+
+@njit(cache=True)
+def _residual(A, rhs, a, b, Aab, V):
+    """rhs - A V over the coupled system (blocks A (B,6,6), off-diagonal Aab at (a, b))."""
+    out = np.empty_like(rhs)
+    for i in range(A.shape[0]):
+        out[i] = rhs[i] - A[i] @ V[i]
+    for k in range(a.shape[0]):
+        if a[k] >= 0:
+            out[a[k]] -= Aab[k] @ V[b[k]]
+            out[b[k]] -= Aab[k].T @ V[a[k]]
+    return out
+
+
+@njit(cache=True)
+def _tangent(R, r, th, G):
+    """G (6,6): the exact derivative of a body's anchor displacement over the step
+    (T v_mid + R (exp(S(th)) - I) r; rotations [0, R]) with respect to T V_mid, at th:
+    [[I, -R exp(S(th)) S(r) J_r(th)], [0, R]],  J_r(th) = J_l(th)^T = J_l(-th)."""
+    M = R @ exp_so3(th) @ skew(r) @ left_jacobian(-th)
+    for i in range(6):
+        for j in range(6):
+            G[i, j] = 0.0
+    for i in range(3):
+        G[i, i] = 1.0
+        for j in range(3):
+            G[i, 3 + j] = -M[i, j]
+            G[3 + i, 3 + j] = R[i, j]
+
+
+@njit(cache=True)
+def _turn_stiffness(th, u):
+    """d/dth [J_r(th) u] (3x3): J_r(th) u = u + a S(u) th + c (th th^T u - |th|^2 u),
+    a = (1 - cos t)/t^2, c = (t - sin t)/t^3, t = |th|."""
+    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
+    if t2 < 1e-6:
+        a, c, da, dc = 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0, -1.0 / 12.0, -1.0 / 60.0
+    else:
+        t = math.sqrt(t2)
+        a, c = (1.0 - math.cos(t)) / t2, (t - math.sin(t)) / (t2 * t)
+        da = (math.sin(t) / t2 - 2.0 * (1.0 - math.cos(t)) / (t2 * t)) / t      # a'(t) / t
+        dc = ((1.0 - math.cos(t)) / (t2 * t) - 3.0 * (t - math.sin(t)) / (t2 * t2)) / t   # c'(t) / t
+    tu = th[0] * u[0] + th[1] * u[1] + th[2] * u[2]
+    Su = skew(u)
+    g = Su @ th
+    q = tu * th - t2 * u
+    out = a * Su + da * np.outer(g, th) + dc * np.outer(q, th)
+    out += c * (np.outer(th, u) + tu * np.eye(3) - 2.0 * np.outer(u, th))
+    return out
+
+
+@njit(cache=True)
+def newton_terms(a, b, r_a, r_b, K, D, R_wb, err, V, Vn, theta, T, A):
+    """The derivative of the coupled residual A(theta) V+ - b(theta) - (couplings) with
+    respect to V+, theta = T (w_k + w+)/2 moving with it, at the iterate Vn: the blocks A
+    (B,6,6) gain G^T H Gt (Gt ``_tangent``) and the turn stiffness -+ T/2 S(r) d(J_r u)/dth
+    (u = R^T F, the force at Vn); returns the off-diagonal (c,6,6) pairs (J_ab, J_ba)."""
+    c = b.shape[0]
+    Jab = np.zeros((c, 6, 6))
+    Jba = np.zeros((c, 6, 6))
+    Ga = np.zeros((6, 6))
+    Gb = np.zeros((6, 6))
+    Ta = np.zeros((6, 6))
+    Tb = np.zeros((6, 6))
+    for k in range(c):
+        j = b[k]
+        i = a[k]
+        h = 0.5 * (K[k] * T / 2 + D[k])
+        _map(R_wb[j], r_b[k], theta[j], Gb)
+        _tangent(R_wb[j], r_b[k], theta[j], Tb)
+        ed = -(Gb @ (V[j] + Vn[j]))
+        if i >= 0:
+            _map(R_wb[i], r_a[k], theta[i], Ga)
+            _tangent(R_wb[i], r_a[k], theta[i], Ta)
+            ed += Ga @ (V[i] + Vn[i])
+        F = K[k] * err[k] + h * ed
+        A[j] += Gb.T @ (h[:, None] * Tb)
+        A[j, 3:, 3:] -= 0.5 * T * (skew(r_b[k]) @ _turn_stiffness(theta[j], R_wb[j].T @ F[:3]))
+        if i >= 0:
+            A[i] += Ga.T @ (h[:, None] * Ta)
+            A[i, 3:, 3:] += 0.5 * T * (skew(r_a[k]) @ _turn_stiffness(theta[i], R_wb[i].T @ F[:3]))
+            Jab[k] = -(Ga.T @ (h[:, None] * Tb))
+            Jba[k] = -(Gb.T @ (h[:, None] * Ta))
+    return Jab, Jba
+
+
+def general_matrix(A_blocks, a, b, Jab, Jba):
+    """Like ``system_matrix`` with the (b, a) blocks given (not A_ab^T): a non-symmetric A."""
+    from scipy import sparse
+    k = A_blocks.shape[0]
+    w = a >= 0
+    a, b, Jab, Jba = a[w], b[w], Jab[w], Jba[w]
+    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
+    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
+         (6 * b[:, None, None] + ii).ravel()]
+    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
+          (6 * a[:, None, None] + jj).ravel()]
+    v = [A_blocks.ravel(), Jab.ravel(), Jba.ravel()]
+    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
+
+
+def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER):
+    """(theta (B,3), passes): every body's turn T w_mid over the step (rad, body axes) in the
+    contact-free coupled system A(theta) V+ = b(theta), theta = T (w_k + w+)/2 (module
+    docstring): one solve with theta = T w_k, then Newton's method, each pass's change of
+    theta capped at TURN_STEP.  A, rhs: the bodies' blocks without the couplings (not
+    changed).  Not converged in `max_iter` passes: the last iterate (passes = max_iter; the
+    energy is then not exact); not finite: theta = 0, the start-of-step map (passes = -1)."""
+    from scipy.sparse.linalg import splu
+    T = float(T)
+    args = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V)
+    theta = T * V[:, 3:]
+    A1, b1 = A.copy(), rhs.copy()
+    Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+    Vn = splu(system_matrix(A1, cp.a, cp.b, Aab)).solve(b1.ravel()).reshape(-1, 6)
+    lu, d = None, np.inf
+    for it in range(max_iter):
+        theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
+        A1, b1 = A.copy(), rhs.copy()
+        Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+        if lu is None or d > NEWTON_REFRESH * np.abs(theta).max():
+            J = A.copy()
+            Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
+            lu = splu(general_matrix(J, cp.a, cp.b, Jab, Jba))
+        dV = lu.solve(_residual(A1, b1, cp.a, cp.b, Aab, Vn).ravel()).reshape(-1, 6)
+        d = 0.5 * T * np.abs(dV[:, 3:]).max()
+        if not np.isfinite(d):
+            return np.zeros_like(theta), -1
+        if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
+            return theta, it + 1
+        s = min(1.0, TURN_STEP / d)
+        Vn = Vn + s * dV
+        d *= s
+    return 0.5 * T * (V[:, 3:] + Vn[:, 3:]), max_iter
+
+
+def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
+    """The couplings' terms (kernel): (A_ab (c,6,6), e (c,6)); nothing when there are none.
+    theta (B,3): the bodies' turns over the step; None: ``turns``."""
     if cp is None or len(cp) == 0:
         return np.zeros((0, 6, 6)), np.zeros((0, 6))
-    return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, float(T), A, rhs)
+    if theta is None:
+        theta, _ = turns(cp, p_w, R_wb, V, T, A, rhs)
+    Aab, e, _ = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta,
+                               float(T), A, rhs)
+    return Aab, e
 
 
 def energy(cp: Couplings | None, p_w, R_wb) -> float:
@@ -174,7 +430,7 @@ def energy(cp: Couplings | None, p_w, R_wb) -> float:
     if cp is None or len(cp) == 0:
         return 0.0
     A, rhs = np.zeros((len(p_w), 6, 6)), np.zeros((len(p_w), 6))
-    _, e = apply(cp, p_w, R_wb, np.zeros((len(p_w), 6)), 1.0, A, rhs)
+    _, e = apply(cp, p_w, R_wb, np.zeros((len(p_w), 6)), 1.0, A, rhs, np.zeros((len(p_w), 3)))
     return 0.5 * float(np.sum(cp.K * e * e))
 
 
