@@ -331,7 +331,7 @@ def left_jacobian_numpy(th) -> np.ndarray:
     if t < 1e-3:
         a, c = 0.5 - t ** 2 / 24 + t ** 4 / 720, 1 / 6 - t ** 2 / 120 + t ** 4 / 5040
     else:
-        a, c = (1 - np.cos(t)) / t ** 2, (t - np.sin(t)) / t ** 3
+        a, c = 2 * (np.sin(t / 2) / t) ** 2, (t - np.sin(t)) / t ** 3    # a = (1 - cos t) / t^2
     return np.eye(3) + a * K + c * K @ K
 
 
