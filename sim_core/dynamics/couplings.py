@@ -3,27 +3,50 @@ that folds a coupled block into another (Schur complement + recovery).
 
 **A spring-damper between two anchor frames** (``Couplings``).  Body a carries the anchor
 (R_a, r_a) in its frame, body b the anchor (R_b, r_b); a = ``types.WORLD`` fixes a's anchor in
-the world.  The pose error, world axes, is  e = [x_a - x_b; R_gb log(R_gb^T R_ga)]  (x the
-anchor points, R_g the anchor frames in world), and G_i (6,6) maps body i's twist [v_w; w_b]
-to its anchor frame's [v; w] (world):  G = [[I, -R S(r)], [0, R]]  (``anchor_map``), so
-e_dot = G_a V_a - G_b V_b.  The potential psi = 1/2 e^T K e acts at the step's midpoint (seed
-002 eq. (2), PMI's potential action) and a damper D rides along:
-    F = K e_k + H (e_dot_k + e_dot_k+1),   H = (K T/2 + D) / 2,
-i.e.  F = K (e_k + T/2 e_dot_mid) + D e_dot_mid.  F pulls b toward a: b gets G_b^T F, a gets
--G_a^T F.  Linear in V+: with F0 = K e_k + H e_dot_k,
+the world.  The pose error, world axes, is  e = [x_a - x_b; R_gb log(R_gb^T R_ga)]  (x = p + R r
+the anchor points, R_g the anchor frames in world), psi = 1/2 e^T K e (K diagonal), and a
+damper D rides along.  G_i (6,6) maps body i's twist [v_w; w_b] to its anchor's [v; w]
+(world): at the start of the step  G = [[I, -R S(r)], [0, R]]  (``anchor_map``).  The force
+acts at the step's midpoint (seed 002 eq. (2), PMI's potential action):
+    F = K (e_k + e_k+1)/2 + D e_dot_mid,   e_k+1 - e_k = T e_dot_mid = T (G_a V_a,mid - G_b V_b,mid),
+i.e. with H = (K T/2 + D)/2 and F0 = K e_k + H e_dot_k (e_dot_k = G_a V_a - G_b V_b):
+F = F0 + H e_dot_k+1.  F pulls b toward a: b gets G_b^T F, a gets -G_a^T F.  Linear in V+:
     A_bb += G_b^T H G_b,  A_aa += G_a^T H G_a,  A_ab = A_ba^T -= G_a^T H G_b,
-    b_b += G_b^T F0,      b_a -= G_a^T F0         (``potential_terms``).
+    b_b += G_b^T F0,      b_a -= G_a^T F0         (``potential_terms``, ``coupling_terms``).
 
-Energy.  Where e is linear in the poses -- the translational rows with both anchors at the
-centres of mass (r = 0), so x = p and e_k+1 - e_k = T (v_a,mid - v_b,mid) = T e_dot_mid exactly,
-since PMI moves p by T v_mid -- the spring's force with D = 0 is F = K (e_k + e_k+1)/2 = K e_mid,
-and its work on the bodies over the step, -T F^T e_dot_mid = -K e_mid^T (e_k+1 - e_k), is
-exactly -(psi_k+1 - psi_k).  PMI's energy balance of each body (``pmi``) then makes
-kinetic + spring (+ the constant gravity's) energy a constant of the discrete motion: to
-rounding, at any stiffness and step.  With offset anchors or a rotational spring e is
-nonlinear in the poses; the balance holds to O(T^3) per step (midpoint rule) and does not
-drift (the chain test: no gain beyond 1e-6 over 1e4 steps).  D > 0 only dissipates:
-its work is -T e_dot_mid^T D e_dot_mid <= 0.
+**Energy: the maps that make it exact.**  PMI makes a body's energy change exactly
+T F_gen . V_mid (``pmi``), so with D = 0 the springs' work on the bodies is
+-T F . (G_a V_a,mid - G_b V_b,mid), and this is -(psi_k+1 - psi_k) = -F . (e_k+1 - e_k)
+exactly iff  e_k+1 - e_k = T (G_a V_a,mid - G_b V_b,mid)  for the e of the poses PMI actually
+reaches.  Then kinetic + spring (+ the constant gravity's) energy is a constant of the discrete
+motion, at any stiffness and step; D > 0 only dissipates (its work is -T e_dot^T D e_dot <= 0).
+- Translational rows.  PMI moves p by T v_mid and R to R exp(S(theta)), theta = T w_mid (body
+  axes), so an anchor moves by exactly  dx = T v_mid + R (exp(S(theta)) - I) r.  With
+  exp(S) - I = J_l(theta) S(theta),  J_l = sum S^k/(k+1)! = I + (1-cos t)/t^2 S + (t-sin t)/t^3 S^2
+  (``left_jacobian``), and S(theta) r = -S(r) theta:  dx = T [I, -R J_l(theta) S(r)] V_mid.  So
+  G's translational-angular block is -R J_l(theta) S(r) (``_map``; theta = 0 gives
+  ``anchor_map``, exact only when r = 0: the zero-length COM springs of the linear chain).
+- Rotational rows.  e_rot is not linear in any twist, so its rows get a secant: with the exact
+  change de (from the reached frames R exp(S(theta)) R_anchor) and its linear part
+  R_a theta_a - R_b theta_b, c = de - (R_a theta_a - R_b theta_b) is spread over the turns,
+  G_a,rot = R_a + c theta_a^T / s,  G_b,rot = R_b - c theta_b^T / s,  s = |theta_a|^2 + |theta_b|^2
+  (``_secant``; c = O(|theta| (|theta| + |e_rot|)), so the correction is small and vanishes
+  at rest).
+Both need theta = T w_mid of the step's own solution, and the system is linear in V+ only
+with theta held: ``turns`` solves the contact-free coupled system A(theta) V+ = b(theta),
+theta = T (w_k + w+)/2, for theta -- one solve at theta = T w_k, then Newton's method
+(``newton_terms``: the derivative through the exact anchor tangent R exp(S(theta)) S(r) J_r
+and the turn stiffness of G^T F; the secant's derivative is left out), 2-4 passes at the
+chain's steps; each pass solves the block system in O(B) when the couplings form a forest
+(``tree_solve``: a chain, a cable; a loop falls back to a sparse LU).  ``apply`` then adds the
+terms at that theta, which the step solves with the contacts.  Exact: no contacts in the
+coupled island (the chain test: |energy change| <= 1e-9 of the swing's energy over 1e4 steps,
+measured ~1e-11, ball joints and bending springs); with contacts the solution's w_mid is not
+the predicted one and the balance holds to O(the contacts' change of w_mid * theta) -- the
+contacts do work of their own anyway.  Not converged (turns of ~1 rad a step, e.g. a
+ball-joint chain at T = 10 ms): the last iterate, the energy then not exact.  The arm's grasp
+(``systems.arm.system``) keeps the start-of-step map (``anchor_map``, ``potential_terms``):
+its arithmetic, and the scenarios' figures, are unchanged.
 
 **The fold** (``fold``).  A block a (S qa+ = r + C^T ... ) coupled to a block p by the
 off-diagonal C = A_ap (S (na,na), C (na,np)), some of a's coordinates held at known
@@ -32,7 +55,8 @@ velocities (``fixed``, ``v_fix``: the arm's joint stops), is eliminated:
 and recovered after the solve:  qa_f+ = S_ff^-1 (r_f - S_fF v_F - C_f V_p+)  (``recover``).
 The arm's grasp is folded into the held body this way (``systems.arm.system``); a coupling
 that is not folded stays in the island's matrix and is solved with the contacts
-(``step.solve``).
+(``step.solve``).  ``turns`` sees the bodies' blocks before any system is folded in (a body
+held by the arm and coupled to others: its predicted turn misses the arm's pull).
 """
 from __future__ import annotations
 
@@ -391,9 +415,11 @@ TURN_MAX_ITER = 50
 # Below this turn (rad) the tolerance is absolute, TURN_TOL * TURN_FLOOR: a body at rest is
 # converged when its turn is zero to rounding.
 TURN_FLOOR = 1e-3
-# Newton refreshes its matrix while the turns still change by more than this (relative); below,
-# the last factorization is reused: its error is then O(this), so each pass still gains that.
-NEWTON_REFRESH = 1e-6
+# Newton refreshes its matrix while a pass still changes the turns by more than this
+# (relative); below, the last matrix is reused (a chord pass, which still gains about this
+# factor a pass).  Measured on 40 links over 200 steps, kernels a step (coupling / Newton):
+# at 1e-6: 3.9 / 2.0 (T = 1 ms), 5.3 / 3.7 (10 ms); at 1e-2: 3.9 / 1.0 and 6.1 / 2.2.
+NEWTON_REFRESH = 1e-2
 # The most a Newton pass may change a body's turn (rad): far from the solution (steps where a
 # link turns ~1 rad) a full pass can overshoot; capped, it walks in (measured at T = 10 ms).
 TURN_STEP = 0.3
