@@ -20,6 +20,9 @@ KERNEL_TOL = 1e-12     # relative: the kernels and their references differ in su
 ENERGY_EXACT = 1e-9    # relative: linear springs conserve the discrete energy to rounding (couplings docstring)
 DENSE_TOL = 1e-9       # m, m/s: the sparse contact-space solve and the dense reference, same equations
 ENERGY_GAIN = 1e-6     # relative: the issue's bound on any energy gain over 1e4 steps, no damping
+# relative, over 1e4 steps: the Newton passes on the turns stop at couplings.TURN_TOL, which leaves
+# a slow loss (measured 5.7e-10 of the swing's energy after 1e4 steps of ball joints, 1e-11 after 1e3)
+ENERGY_TURNS = 1e-8
 FD_TOL = 1e-5          # relative: Newton's derivative against central differences (step 1e-6 of |V|)
 TREE_TOL = 1e-10       # relative: the tree elimination and a sparse LU, both pivoted, on a well-posed system
 LINEAR = chain.LinkSpec(anchors="com", K=(2.0e3,) * 3 + (0.0,) * 3)   # zero-length springs between the COMs
@@ -236,10 +239,11 @@ def test_bending_springs_keep_the_energy():
 @pytest.mark.slow
 def test_chain_energy_never_grows_over_1e4_steps():
     """The issue's figure: N = 10 from the swung start, 1e4 steps of 1 ms, ball joints and
-    bending springs, gain <= 1e-6 (measured ~1e-12 and below); N = 40 briefly."""
+    bending springs, gain <= 1e-6 (measured 2e-13 and 1e-17; the largest change, a loss,
+    5.7e-10 and 3.5e-10 of the swing's energy); N = 40 briefly (1e3 steps: 1e-11)."""
     for n, spec, steps in ((10, BALL, 10_000), (10, BENDING, 10_000), (40, BALL, 1000)):
         gain, change, _ = _swing(n, spec, steps)
-        assert gain <= ENERGY_GAIN and change <= ENERGY_EXACT, (n, spec, gain, change)
+        assert gain <= ENERGY_GAIN and change <= ENERGY_TURNS, (n, spec, gain, change)
 
 
 def _dense_turns(model, st, inp, dt):
