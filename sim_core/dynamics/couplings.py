@@ -43,8 +43,11 @@ terms at that theta, which the step solves with the contacts.  Exact: no contact
 coupled island (the chain test: |energy change| <= 1e-9 of the swing's energy over 1e4 steps,
 measured ~1e-11, ball joints and bending springs); with contacts the solution's w_mid is not
 the predicted one and the balance holds to O(the contacts' change of w_mid * theta) -- the
-contacts do work of their own anyway.  Not converged (turns of ~1 rad a step, e.g. a
-ball-joint chain at T = 10 ms): the last iterate, the energy then not exact.  The arm's grasp
+contacts do work of their own anyway.  Not converged (links turning ~1 rad a step: a
+ball-joint chain of 10 links, or the 160-link chain with its bending springs, at T = 10 ms):
+the best iterate, the energy then not exact -- such a chain gains energy and blows up, later
+and slower than with the start-of-step maps (measured, 160 links at 10 ms: exact for 1.5 s,
+then ~2e3 of the swing's energy at 2 s, where the old maps reached 1e28).  The arm's grasp
 (``systems.arm.system``) keeps the start-of-step map (``anchor_map``, ``potential_terms``):
 its arithmetic, and the scenarios' figures, are unchanged.
 
@@ -411,7 +414,10 @@ def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
 # |theta|^2, so the passes stall at a rounding floor (measured 1e-14 rad at |theta| = 1.5e-3 to
 # 2.5e-3, i.e. ~1e-11 relative, on the chain with its 0.05 N m/rad bending springs).
 TURN_TOL = 1e-10
-TURN_MAX_ITER = 50
+# Passes allowed: converging steps take 2-4 at T = 1 ms and up to ~15 where links turn ~1 rad a
+# step (10 links, T = 10 ms); past that it is not converging (a chain the step does not resolve)
+# and more passes only cost time.
+TURN_MAX_ITER = 20
 # Below this turn (rad) the tolerance is absolute, TURN_TOL * TURN_FLOOR: a body at rest is
 # converged when its turn is zero to rounding.
 TURN_FLOOR = 1e-3
@@ -684,16 +690,17 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     step (rad, body axes) in the contact-free coupled system A(theta) V+ = b(theta),
     theta = T (w_k + w+)/2 (module docstring): one solve with theta = T w_k, then Newton's
     method, each pass's change of theta capped at TURN_STEP.  A, rhs: the bodies' blocks
-    without the couplings (not changed).  Not converged in `max_iter` passes: the last
-    iterate (passes = max_iter; the energy is then not exact); not finite: theta = 0, the
-    start-of-step map (passes = -1)."""
+    without the couplings (not changed).  Not converged in `max_iter` passes: the iterate
+    with the smallest Newton step (passes = max_iter; the energy is then not exact); not
+    finite: theta = 0, the start-of-step map (passes = -1)."""
     T = float(T)
     args = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V)
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
     Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
-    jac, d, it = None, np.inf, 0
+    jac, d = None, np.inf
+    best = (np.inf, theta, (A1, b1, Aab, e))
     for it in range(max_iter):
         theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
         A1, b1 = A.copy(), rhs.copy()
@@ -711,10 +718,12 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             return theta, -1, (A1, b1, Aab, e)
         if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
             return theta, it + 1, (A1, b1, Aab, e)
+        if d < best[0]:
+            best = (d, theta, (A1, b1, Aab, e))
         s = min(1.0, TURN_STEP / d)
         Vn = Vn + s * dV
         d *= s
-    return theta, max_iter, (A1, b1, Aab, e)
+    return best[1], max_iter, best[2]
 
 
 def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
