@@ -2,12 +2,16 @@
 (``sim_core.scenarios.chain``: one coupled island of 6 N coordinates, solved through a sparse
 LU), at N = 10, 40, 160.
 
-    python bench/chain.py [--steps 300] [--sizes 10 40 160]
+    python bench/chain.py [--steps 300] [--sizes 10 40 160] [--dt 0.01]
 
 Prints per N the median and p99 of the whole step and of each stage, the fitted exponent of
 the step's cost from 40 to 160 links (log(t160 / t40) / log 4; the target is <= 1.2: the cost
-per link must not grow) and whether 160 links step in under 10 ms.  Timings on the shared
-2-core VM are indicative only.
+per link must not grow) and whether 160 links step in under 10 ms, and per N the change of
+the chain's energy over the run, relative to the energy its fall releases: near rounding
+where the step resolves the links' turns (``dynamics.couplings``); at the default 10 ms the
+long chains are not resolved (they whip, links turning > 1 rad a step), their energy grows
+and the couplings' Newton passes run to their cap -- ``--dt 0.001`` times a resolved chain.
+Timings on the shared 2-core VM are indicative only.
 """
 from __future__ import annotations
 
@@ -23,9 +27,12 @@ from sim_core.scenarios import chain  # noqa: E402
 from sim_core.types import Inputs  # noqa: E402
 
 
-def run(n: int, steps: int) -> dict:
-    model, st = chain.build(n)
+def run(n: int, steps: int, dt: float) -> dict:
+    model, st = chain.build(n, dt=dt)
     inp = Inputs(np.zeros((n, 3)), np.tile(np.eye(3), (n, 1, 1)), np.zeros((n, 3)), np.zeros((n, 3)))
+    E0 = chain.energy(model, st)
+    scale = sum(b.mass * float(np.linalg.norm(model.gravity)) * (i + 0.5) * chain.LinkSpec().length
+                for i, b in enumerate(model.bodies))
     for _ in range(5):                                   # compile / load the kernels, warm the caches
         st, _ = step_mod.step(model, st, inp)
     total, stages = [], {}
@@ -35,20 +42,23 @@ def run(n: int, steps: int) -> dict:
         total.append(time.perf_counter() - t)
         for k, v in info.times.items():
             stages.setdefault(k, []).append(v)
-    return {"total": np.array(total), "stages": {k: np.array(v) for k, v in stages.items()}}
+    return {"total": np.array(total), "stages": {k: np.array(v) for k, v in stages.items()},
+            "energy": (chain.energy(model, st) - E0) / scale}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 40, 160])
+    ap.add_argument("--dt", type=float, default=0.01, help="s, the step")
     args = ap.parse_args()
     med = {}
     for n in args.sizes:
-        r = run(n, args.steps)
+        r = run(n, args.steps, args.dt)
         t = r["total"]
         med[n] = float(np.median(t))
-        print(f"N = {n:4d}: step median {np.median(t) * 1e3:7.3f} ms, p99 {np.percentile(t, 99) * 1e3:7.3f} ms")
+        print(f"N = {n:4d}: step median {np.median(t) * 1e3:7.3f} ms, p99 {np.percentile(t, 99) * 1e3:7.3f} ms, "
+              f"energy change {r['energy']:.1e} of the fall's")
         for k, v in r["stages"].items():
             print(f"    {k:12s} median {np.median(v) * 1e3:7.3f} ms, p99 {np.percentile(v, 99) * 1e3:7.3f} ms")
     if 40 in med and 160 in med:

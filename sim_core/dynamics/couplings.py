@@ -3,27 +3,53 @@ that folds a coupled block into another (Schur complement + recovery).
 
 **A spring-damper between two anchor frames** (``Couplings``).  Body a carries the anchor
 (R_a, r_a) in its frame, body b the anchor (R_b, r_b); a = ``types.WORLD`` fixes a's anchor in
-the world.  The pose error, world axes, is  e = [x_a - x_b; R_gb log(R_gb^T R_ga)]  (x the
-anchor points, R_g the anchor frames in world), and G_i (6,6) maps body i's twist [v_w; w_b]
-to its anchor frame's [v; w] (world):  G = [[I, -R S(r)], [0, R]]  (``anchor_map``), so
-e_dot = G_a V_a - G_b V_b.  The potential psi = 1/2 e^T K e acts at the step's midpoint (seed
-002 eq. (2), PMI's potential action) and a damper D rides along:
-    F = K e_k + H (e_dot_k + e_dot_k+1),   H = (K T/2 + D) / 2,
-i.e.  F = K (e_k + T/2 e_dot_mid) + D e_dot_mid.  F pulls b toward a: b gets G_b^T F, a gets
--G_a^T F.  Linear in V+: with F0 = K e_k + H e_dot_k,
+the world.  The pose error, world axes, is  e = [x_a - x_b; R_gb log(R_gb^T R_ga)]  (x = p + R r
+the anchor points, R_g the anchor frames in world), psi = 1/2 e^T K e (K diagonal), and a
+damper D rides along.  G_i (6,6) maps body i's twist [v_w; w_b] to its anchor's [v; w]
+(world): at the start of the step  G = [[I, -R S(r)], [0, R]]  (``anchor_map``).  The force
+acts at the step's midpoint (seed 002 eq. (2), PMI's potential action):
+    F = K (e_k + e_k+1)/2 + D e_dot_mid,   e_k+1 - e_k = T e_dot_mid = T (G_a V_a,mid - G_b V_b,mid),
+i.e. with H = (K T/2 + D)/2 and F0 = K e_k + H e_dot_k (e_dot_k = G_a V_a - G_b V_b):
+F = F0 + H e_dot_k+1.  F pulls b toward a: b gets G_b^T F, a gets -G_a^T F.  Linear in V+:
     A_bb += G_b^T H G_b,  A_aa += G_a^T H G_a,  A_ab = A_ba^T -= G_a^T H G_b,
-    b_b += G_b^T F0,      b_a -= G_a^T F0         (``potential_terms``).
+    b_b += G_b^T F0,      b_a -= G_a^T F0         (``potential_terms``, ``coupling_terms``).
 
-Energy.  Where e is linear in the poses -- the translational rows with both anchors at the
-centres of mass (r = 0), so x = p and e_k+1 - e_k = T (v_a,mid - v_b,mid) = T e_dot_mid exactly,
-since PMI moves p by T v_mid -- the spring's force with D = 0 is F = K (e_k + e_k+1)/2 = K e_mid,
-and its work on the bodies over the step, -T F^T e_dot_mid = -K e_mid^T (e_k+1 - e_k), is
-exactly -(psi_k+1 - psi_k).  PMI's energy balance of each body (``pmi``) then makes
-kinetic + spring (+ the constant gravity's) energy a constant of the discrete motion: to
-rounding, at any stiffness and step.  With offset anchors or a rotational spring e is
-nonlinear in the poses; the balance holds to O(T^3) per step (midpoint rule) and does not
-drift (the chain test: no gain beyond 1e-6 over 1e4 steps).  D > 0 only dissipates:
-its work is -T e_dot_mid^T D e_dot_mid <= 0.
+**Energy: the maps that make it exact.**  PMI makes a body's energy change exactly
+T F_gen . V_mid (``pmi``), so with D = 0 the springs' work on the bodies is
+-T F . (G_a V_a,mid - G_b V_b,mid), and this is -(psi_k+1 - psi_k) = -F . (e_k+1 - e_k)
+exactly iff  e_k+1 - e_k = T (G_a V_a,mid - G_b V_b,mid)  for the e of the poses PMI actually
+reaches.  Then kinetic + spring (+ the constant gravity's) energy is a constant of the discrete
+motion, at any stiffness and step; D > 0 only dissipates (its work is -T e_dot^T D e_dot <= 0).
+- Translational rows.  PMI moves p by T v_mid and R to R exp(S(theta)), theta = T w_mid (body
+  axes), so an anchor moves by exactly  dx = T v_mid + R (exp(S(theta)) - I) r.  With
+  exp(S) - I = J_l(theta) S(theta),  J_l = sum S^k/(k+1)! = I + (1-cos t)/t^2 S + (t-sin t)/t^3 S^2
+  (``left_jacobian``), and S(theta) r = -S(r) theta:  dx = T [I, -R J_l(theta) S(r)] V_mid.  So
+  G's translational-angular block is -R J_l(theta) S(r) (``_map``; theta = 0 gives
+  ``anchor_map``, exact only when r = 0: the zero-length COM springs of the linear chain).
+- Rotational rows.  e_rot is not linear in any twist, so its rows get a secant: with the exact
+  change de (from the reached frames R exp(S(theta)) R_anchor) and its linear part
+  R_a theta_a - R_b theta_b, c = de - (R_a theta_a - R_b theta_b) is spread over the turns,
+  G_a,rot = R_a + c theta_a^T / s,  G_b,rot = R_b - c theta_b^T / s,  s = |theta_a|^2 + |theta_b|^2
+  (``_secant``; c = O(|theta| (|theta| + |e_rot|)), so the correction is small and vanishes
+  at rest).
+Both need theta = T w_mid of the step's own solution, and the system is linear in V+ only
+with theta held: ``turns`` solves the contact-free coupled system A(theta) V+ = b(theta),
+theta = T (w_k + w+)/2, for theta -- one solve at theta = T w_k, then Newton's method
+(``newton_terms``: the derivative through the exact anchor tangent R exp(S(theta)) S(r) J_r
+and the turn stiffness of G^T F; the secant's derivative is left out), 2-4 passes at the
+chain's steps; each pass solves the block system in O(B) when the couplings form a forest
+(``tree_solve``: a chain, a cable; a loop falls back to a sparse LU).  ``apply`` then adds the
+terms at that theta, which the step solves with the contacts.  Exact: no contacts in the
+coupled island (the chain test: |energy change| <= 1e-9 of the swing's energy over 1e4 steps,
+measured ~1e-11, ball joints and bending springs); with contacts the solution's w_mid is not
+the predicted one and the balance holds to O(the contacts' change of w_mid * theta) -- the
+contacts do work of their own anyway.  Not converged (links turning ~1 rad a step: a
+ball-joint chain of 10 links, or the 160-link chain with its bending springs, at T = 10 ms):
+the best iterate, the energy then not exact -- such a chain gains energy and blows up, later
+and slower than with the start-of-step maps (measured, 160 links at 10 ms: exact for 1.5 s,
+then ~2e3 of the swing's energy at 2 s, where the old maps reached 1e28).  The arm's grasp
+(``systems.arm.system``) keeps the start-of-step map (``anchor_map``, ``potential_terms``):
+its arithmetic, and the scenarios' figures, are unchanged.
 
 **The fold** (``fold``).  A block a (S qa+ = r + C^T ... ) coupled to a block p by the
 off-diagonal C = A_ap (S (na,na), C (na,np)), some of a's coordinates held at known
@@ -32,10 +58,12 @@ velocities (``fixed``, ``v_fix``: the arm's joint stops), is eliminated:
 and recovered after the solve:  qa_f+ = S_ff^-1 (r_f - S_fF v_F - C_f V_p+)  (``recover``).
 The arm's grasp is folded into the held body this way (``systems.arm.system``); a coupling
 that is not folded stays in the island's matrix and is solved with the contacts
-(``step.solve``).
+(``step.solve``).  ``turns`` sees the bodies' blocks before any system is folded in (a body
+held by the arm and coupled to others: its predicted turn misses the arm's pull).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,77 +106,294 @@ def potential_terms(Ga, Gb, H, F0):
 
 # ---- many couplings: one kernel -----------------------------------------------------------------
 
+# The rotational rows' secant correction is left out below this |theta|^2 (rad^2): there the
+# rotation's second-order change is below rounding of the pose error itself.
+SECANT_FLOOR = 1e-20
+
+
 @njit(cache=True)
-def _map(R, r, G):
-    """anchor_map into G (6,6), scalar arithmetic."""
+def _coeffs(th):
+    """(s, a, c) for t = |th|: exp(S(th)) = I + s K + a K^2 and J_l(th) = I + a K + c K^2
+    (K = S(th)); s = sin t / t, a = (1 - cos t) / t^2, c = (t - sin t) / t^3."""
+    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
+    if t2 < 1e-6:
+        # t < 1e-3: the series through t^4 (the next terms are below t^6 / 5040 < 1e-21)
+        return 1.0 - t2 / 6.0 + t2 * t2 / 120.0, 0.5 - t2 / 24.0 + t2 * t2 / 720.0, \
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+    t = math.sqrt(t2)
+    h = math.sin(0.5 * t) / t
+    return math.sin(t) / t, 2.0 * h * h, (t - math.sin(t)) / (t2 * t)
+
+
+@njit(cache=True)
+def _poly(th, x, y, out):
+    """out = I + x S(th) + y S(th)^2 (3x3);  S(th)^2 = th th^T - |th|^2 I."""
+    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = y * th[i] * th[j]
+        out[i, i] += 1.0 - y * t2
+    out[0, 1] -= x * th[2]
+    out[1, 0] += x * th[2]
+    out[0, 2] += x * th[1]
+    out[2, 0] -= x * th[1]
+    out[1, 2] -= x * th[0]
+    out[2, 1] += x * th[0]
+
+
+@njit(cache=True)
+def _mm(A, B, out):
+    """out = A @ B (3x3)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
+
+
+@njit(cache=True)
+def _mtm(A, B, out):
+    """out = A^T @ B (3x3)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = A[0, i] * B[0, j] + A[1, i] * B[1, j] + A[2, i] * B[2, j]
+
+
+@njit(cache=True)
+def _mtv(A, x, out):
+    """out = A^T @ x[:3] (3x3)."""
+    for i in range(3):
+        out[i] = A[0, i] * x[0] + A[1, i] * x[1] + A[2, i] * x[2]
+
+
+@njit(cache=True)
+def _mv(A, x, out, sgn):
+    """out += sgn A @ x (3x3, 3)."""
+    for i in range(3):
+        out[i] += sgn * (A[i, 0] * x[0] + A[i, 1] * x[1] + A[i, 2] * x[2])
+
+
+@njit(cache=True)
+def _rot_error(Rgb, Rga, W, out):
+    """out = Rgb log(Rgb^T Rga) (3): the rotational pose error, world axes; W (3,3) work."""
+    _mtm(Rgb, Rga, W)
+    v = log_so3(W)
+    out[:] = 0.0
+    _mv(Rgb, v, out, 1.0)
+
+
+@njit(cache=True)
+def _skew_into(r, out):
+    out[0, 0] = out[1, 1] = out[2, 2] = 0.0
+    out[0, 1], out[0, 2], out[1, 2] = -r[2], r[1], -r[0]
+    out[1, 0], out[2, 0], out[2, 1] = r[2], -r[1], r[0]
+
+
+@njit(cache=True)
+def left_jacobian(th):
+    """J_l(th) = sum_k S(th)^k / (k+1)! (3x3), so that exp(S(th)) - I = J_l(th) S(th):
+    I + (1 - cos t)/t^2 S(th) + (t - sin t)/t^3 S(th)^2, t = |th|."""
+    _, a, c = _coeffs(th)
+    out = np.empty((3, 3))
+    _poly(th, a, c, out)
+    return out
+
+
+@njit(cache=True)
+def _fill(R, M, G):
+    """G (6,6) = [[I, -M], [0, R]]."""
     for i in range(6):
         for j in range(6):
             G[i, j] = 0.0
     for i in range(3):
         G[i, i] = 1.0
-        # -R S(r): column j of S(r) is r x e_j
-        G[i, 3] = -(R[i, 1] * r[2] - R[i, 2] * r[1])
-        G[i, 4] = -(R[i, 2] * r[0] - R[i, 0] * r[2])
-        G[i, 5] = -(R[i, 0] * r[1] - R[i, 1] * r[0])
         for j in range(3):
+            G[i, 3 + j] = -M[i, j]
             G[3 + i, 3 + j] = R[i, j]
 
 
 @njit(cache=True)
-def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, T, A, rhs):
-    """Every coupling's midpoint spring-damper (module docstring): adds the diagonal terms to
-    the bodies' blocks A (B,6,6) and right-hand sides rhs (B,6) in place and returns the
-    off-diagonal blocks A_ab (c,6,6) (zero where a is the world) and the pose errors e (c,6)."""
+def _map(R, r, th, G, w1, w2, w3):
+    """G (6,6) of a body turned by th (rad, body axes) over the step: anchor_map with its
+    translational-angular block -R J_l(th) S(r) (module docstring); th = 0 gives anchor_map.
+    w1..w3: (3,3) work arrays."""
+    _, a, c = _coeffs(th)
+    _poly(th, a, c, w1)
+    _skew_into(r, w2)
+    _mm(w1, w2, w3)
+    _mm(R, w3, w1)
+    _fill(R, w1, G)
+
+
+@njit(cache=True)
+def _gthg(Gx, h, Gy, out, sgn):
+    """out += sgn Gx^T diag(h) Gy (6x6)."""
+    for p in range(6):
+        for q in range(6):
+            acc = 0.0
+            for m in range(6):
+                acc += Gx[m, p] * h[m] * Gy[m, q]
+            out[p, q] += sgn * acc
+
+
+@njit(cache=True)
+def _gtv(G, v, out, sgn):
+    """out += sgn G^T v (6)."""
+    for p in range(6):
+        acc = 0.0
+        for m in range(6):
+            acc += G[m, p] * v[m]
+        out[p] += sgn * acc
+
+
+@njit(cache=True)
+def _gv(G, v, out, sgn):
+    """out += sgn G v (6)."""
+    for m in range(6):
+        acc = 0.0
+        for p in range(6):
+            acc += G[m, p] * v[p]
+        out[m] += sgn * acc
+
+
+@njit(cache=True)
+def _secant(Rwa, RA, tha, Rwb, RB, thb, has_a, e_rot, Ga, Gb):
+    """The rotational rows' secant (module docstring): their exact change over the step less
+    its linear part, c = de - (R_a th_a - R_b th_b), spread over the turns:
+    G_a,rot += c th_a^T / s,  G_b,rot -= c th_b^T / s,  s = |th_a|^2 + |th_b|^2."""
+    s = thb[0] * thb[0] + thb[1] * thb[1] + thb[2] * thb[2]
+    if has_a:
+        s += tha[0] * tha[0] + tha[1] * tha[1] + tha[2] * tha[2]
+    if s <= SECANT_FLOOR:
+        return
+    E, W, Rgb1, Rga1 = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    cr = np.zeros(3)
+    x, y, _ = _coeffs(thb)
+    _poly(thb, x, y, E)
+    _mm(Rwb, E, W)
+    _mm(W, RB, Rgb1)
+    _mv(Rwb, thb, cr, 1.0)                 # less the linear part  R_a th_a - R_b th_b
+    if has_a:
+        x, y, _ = _coeffs(tha)
+        _poly(tha, x, y, E)
+        _mm(Rwa, E, W)
+        _mm(W, RA, Rga1)
+        _mv(Rwa, tha, cr, -1.0)
+    else:
+        Rga1[:] = RA
+    e1 = np.empty(3)
+    _rot_error(Rgb1, Rga1, W, e1)
+    for i in range(3):
+        cr[i] = (cr[i] + e1[i] - e_rot[i]) / s
+    for i in range(3):
+        for j in range(3):
+            Gb[3 + i, 3 + j] -= cr[i] * thb[j]
+            if has_a:
+                Ga[3 + i, 3 + j] += cr[i] * tha[j]
+
+
+@njit(cache=True)
+def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, theta, T, A, rhs):
+    """Every coupling's midpoint spring-damper (module docstring) with the bodies' turns theta
+    (B,3) over the step: adds the diagonal terms to the bodies' blocks A (B,6,6) and
+    right-hand sides rhs (B,6) in place and returns the off-diagonal blocks A_ab (c,6,6) (zero
+    where a is the world), the pose errors e (c,6) and F0 = K e + H e_dot_k (c,6)."""
     c = b.shape[0]
     Aab = np.zeros((c, 6, 6))
     err = np.zeros((c, 6))
+    force = np.zeros((c, 6))
     Ga = np.zeros((6, 6))
     Gb = np.zeros((6, 6))
+    w1, w2, w3 = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    Rgb, Rga = np.empty((3, 3)), np.empty((3, 3))
+    zero3 = np.zeros(3)
+    ed, h, F0 = np.empty(6), np.empty(6), np.empty(6)
     for k in range(c):
         j = b[k]
-        Rgb = R_wb[j] @ R_b[k]
-        xb = p_w[j] + R_wb[j] @ r_b[k]
-        _map(R_wb[j], r_b[k], Gb)
-        ed = -(Gb @ V[j])
         i = a[k]
+        e = err[k]
+        _mm(R_wb[j], R_b[k], Rgb)
+        _map(R_wb[j], r_b[k], theta[j], Gb, w1, w2, w3)
+        for q in range(3):
+            e[q] = -p_w[j, q]
+        _mv(R_wb[j], r_b[k], e, -1.0)
         if i >= 0:
-            Rga = R_wb[i] @ R_a[k]
-            xa = p_w[i] + R_wb[i] @ r_a[k]
-            _map(R_wb[i], r_a[k], Ga)
-            ed += Ga @ V[i]
+            _mm(R_wb[i], R_a[k], Rga)
+            _map(R_wb[i], r_a[k], theta[i], Ga, w1, w2, w3)
+            for q in range(3):
+                e[q] += p_w[i, q]
+            _mv(R_wb[i], r_a[k], e, 1.0)
         else:
-            Rga = R_a[k].copy()
-            xa = r_a[k].copy()
-        e = np.empty(6)
-        e[:3] = xa - xb
-        e[3:] = Rgb @ log_so3(Rgb.T @ Rga)
-        err[k] = e
-        h = 0.5 * (K[k] * T / 2 + D[k])
-        F0 = K[k] * e + h * ed
-        HGb = h[:, None] * Gb
-        A[j] += Gb.T @ HGb
-        rhs[j] += Gb.T @ F0
+            Rga[:] = R_a[k]
+            for q in range(3):
+                e[q] += r_a[k, q]
+        _rot_error(Rgb, Rga, w1, e[3:])
+        rot = False
+        for q in range(3, 6):
+            rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
+        if rot:
+            if i >= 0:
+                _secant(R_wb[i], R_a[k], theta[i], R_wb[j], R_b[k], theta[j], True, e[3:], Ga, Gb)
+            else:
+                _secant(R_wb[j], R_a[k], zero3, R_wb[j], R_b[k], theta[j], False, e[3:], Ga, Gb)
+        ed[:] = 0.0
+        _gv(Gb, V[j], ed, -1.0)
         if i >= 0:
-            HGa = h[:, None] * Ga
-            A[i] += Ga.T @ HGa
-            rhs[i] -= Ga.T @ F0
-            Aab[k] = -(Ga.T @ HGb)
-    return Aab, err
+            _gv(Ga, V[i], ed, 1.0)
+        for q in range(6):
+            h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+            F0[q] = K[k, q] * e[q] + h[q] * ed[q]
+        force[k] = F0
+        _gthg(Gb, h, Gb, A[j], 1.0)
+        _gtv(Gb, F0, rhs[j], 1.0)
+        if i >= 0:
+            _gthg(Ga, h, Ga, A[i], 1.0)
+            _gtv(Ga, F0, rhs[i], -1.0)
+            _gthg(Ga, h, Gb, Aab[k], -1.0)
+    return Aab, err, force
 
 
-def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, T, A, rhs):
+def left_jacobian_numpy(th) -> np.ndarray:
+    """``left_jacobian`` in NumPy (the reference)."""
+    t = float(np.linalg.norm(th))
+    K = np.array([[0.0, -th[2], th[1]], [th[2], 0.0, -th[0]], [-th[1], th[0], 0.0]])
+    if t < 1e-3:
+        a, c = 0.5 - t ** 2 / 24 + t ** 4 / 720, 1 / 6 - t ** 2 / 120 + t ** 4 / 5040
+    else:
+        a, c = 2 * (np.sin(t / 2) / t) ** 2, (t - np.sin(t)) / t ** 3    # a = (1 - cos t) / t^2
+    return np.eye(3) + a * K + c * K @ K
+
+
+def turned_map(R_wb, r_b, th) -> np.ndarray:
+    """``_map`` in NumPy: anchor_map of a body that turns by th (body axes) over the step."""
+    G = anchor_map(R_wb, r_b)
+    G[:3, 3:] = -R_wb @ left_jacobian_numpy(th) @ np.array([[0.0, -r_b[2], r_b[1]], [r_b[2], 0.0, -r_b[0]],
+                                                            [-r_b[1], r_b[0], 0.0]])
+    return G
+
+
+def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
     """``coupling_terms`` in plain NumPy, one coupling at a time (the reference the kernel is
     tested against)."""
-    Aab, err = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6))
+    from scipy.spatial.transform import Rotation
+    Aab, err, force = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6)), np.zeros((len(cp), 6))
     for k in range(len(cp)):
         i, j = int(cp.a[k]), int(cp.b[k])
-        Gb = anchor_map(R_wb[j], cp.r_b[k])
+        Gb = turned_map(R_wb[j], cp.r_b[k], theta[j])
         Rgb, xb = R_wb[j] @ cp.R_b[k], p_w[j] + R_wb[j] @ cp.r_b[k]
         if i == WORLD:
-            Ga, Rga, xa, Va = np.zeros((6, 6)), cp.R_a[k], cp.r_a[k], np.zeros(6)
+            Ga, Rga, xa, Va, tha = np.zeros((6, 6)), cp.R_a[k], cp.r_a[k], np.zeros(6), np.zeros(3)
         else:
-            Ga, Rga, xa, Va = anchor_map(R_wb[i], cp.r_a[k]), R_wb[i] @ cp.R_a[k], p_w[i] + R_wb[i] @ cp.r_a[k], V[i]
-        e = np.concatenate([xa - xb, Rgb @ log_so3(Rgb.T @ Rga)])
+            Ga, Rga, xa, Va, tha = (turned_map(R_wb[i], cp.r_a[k], theta[i]), R_wb[i] @ cp.R_a[k],
+                                    p_w[i] + R_wb[i] @ cp.r_a[k], V[i], theta[i])
+        e = np.concatenate([xa - xb, Rgb @ Rotation.from_matrix(Rgb.T @ Rga).as_rotvec()])
+        s = theta[j] @ theta[j] + tha @ tha
+        if (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
+            Rb1 = R_wb[j] @ Rotation.from_rotvec(theta[j]).as_matrix() @ cp.R_b[k]
+            Ra1 = Rga if i == WORLD else R_wb[i] @ Rotation.from_rotvec(tha).as_matrix() @ cp.R_a[k]
+            lin = (0.0 if i == WORLD else R_wb[i] @ tha) - R_wb[j] @ theta[j]
+            cr = (Rb1 @ Rotation.from_matrix(Rb1.T @ Ra1).as_rotvec() - e[3:] - lin) / s
+            Gb[3:, 3:] -= np.outer(cr, theta[j])
+            if i != WORLD:
+                Ga[3:, 3:] += np.outer(cr, tha)
         H = np.diag(0.5 * (cp.K[k] * T / 2 + cp.D[k]))
         F0 = cp.K[k] * e + H @ (Ga @ Va - Gb @ V[j])
         Aaa, Abb, Aab_k, ba, bb = potential_terms(Ga, Gb, H, F0)
@@ -158,15 +403,343 @@ def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, T, A, rhs):
             A[i] += Aaa
             rhs[i] += ba
             Aab[k] = Aab_k
-        err[k] = e
-    return Aab, err
+        err[k], force[k] = e, F0
+    return Aab, err, force
 
 
-def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs):
-    """The couplings' terms (kernel): (A_ab (c,6,6), e (c,6)); nothing when there are none."""
+# Stop the turn iteration when a Newton pass would change the turns by less than this,
+# relative to the largest turn.  A turn error d leaves an energy error of about
+# |F| |r| |theta| d per coupling and step (module docstring): some 1e-10 theta^2 of the spring's
+# work, far below 1e-6 over 1e4 steps.  Not smaller: the rotational rows' secant divides by
+# |theta|^2, so the passes stall at a rounding floor (measured 1e-14 rad at |theta| = 1.5e-3 to
+# 2.5e-3, i.e. ~1e-11 relative, on the chain with its 0.05 N m/rad bending springs).
+TURN_TOL = 1e-10
+# Passes allowed: converging steps take 2-4 at T = 1 ms and up to ~15 where links turn ~1 rad a
+# step (10 links, T = 10 ms); past that it is not converging (a chain the step does not resolve)
+# and more passes only cost time.
+TURN_MAX_ITER = 20
+# Below this turn (rad) the tolerance is absolute, TURN_TOL * TURN_FLOOR: a body at rest is
+# converged when its turn is zero to rounding.
+TURN_FLOOR = 1e-3
+# Newton refreshes its matrix while a pass still changes the turns by more than this
+# (relative); below, the last matrix is reused (a chord pass, which still gains about this
+# factor a pass).  Measured on 40 links over 200 steps, kernels a step (coupling / Newton):
+# at 1e-6: 3.9 / 2.0 (T = 1 ms), 5.3 / 3.7 (10 ms); at 1e-2: 3.9 / 1.0 and 6.1 / 2.2.
+NEWTON_REFRESH = 1e-2
+# The most a Newton pass may change a body's turn (rad): far from the solution (steps where a
+# link turns ~1 rad) a full pass can overshoot; capped, it walks in (measured at T = 10 ms).
+TURN_STEP = 0.3
+
+
+@njit(cache=True)
+def _residual(A, rhs, a, b, Aab, V):
+    """rhs - A V over the coupled system (blocks A (B,6,6), off-diagonal Aab at (a, b))."""
+    out = rhs.copy()
+    for i in range(A.shape[0]):
+        _gv(A[i], V[i], out[i], -1.0)
+    for k in range(a.shape[0]):
+        if a[k] >= 0:
+            _gv(Aab[k], V[b[k]], out[a[k]], -1.0)
+            _gtv(Aab[k], V[a[k]], out[b[k]], -1.0)
+    return out
+
+
+@njit(cache=True)
+def _tangent(R, r, th, G, w1, w2, w3):
+    """G (6,6): the exact derivative of a body's anchor displacement over the step
+    (T v_mid + R (exp(S(th)) - I) r; rotations [0, R]) with respect to T V_mid, at th:
+    [[I, -R exp(S(th)) S(r) J_r(th)], [0, R]],  J_r(th) = J_l(-th) = I - a S(th) + c S(th)^2."""
+    s, a, c = _coeffs(th)
+    _poly(th, s, a, w1)            # exp(S(th))
+    _mm(R, w1, w3)
+    _skew_into(r, w2)
+    _mm(w3, w2, w1)                # R exp S(r)
+    _poly(th, -a, c, w2)           # J_r
+    _mm(w1, w2, w3)
+    _fill(R, w3, G)
+
+
+@njit(cache=True)
+def _turn_stiffness(th, u, out):
+    """out = d/dth [J_r(th) u] (3x3): J_r(th) u = u + a S(u) th + c (th th^T u - |th|^2 u),
+    a = (1 - cos t)/t^2, c = (t - sin t)/t^3, t = |th|."""
+    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
+    if t2 < 1e-6:
+        a, c, da, dc = 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0, -1.0 / 12.0, -1.0 / 60.0
+    else:
+        t = math.sqrt(t2)
+        a, c = (1.0 - math.cos(t)) / t2, (t - math.sin(t)) / (t2 * t)
+        da = (math.sin(t) / t2 - 2.0 * (1.0 - math.cos(t)) / (t2 * t)) / t                # a'(t) / t
+        dc = ((1.0 - math.cos(t)) / (t2 * t) - 3.0 * (t - math.sin(t)) / (t2 * t2)) / t   # c'(t) / t
+    tu = th[0] * u[0] + th[1] * u[1] + th[2] * u[2]
+    g0 = u[1] * th[2] - u[2] * th[1]             # S(u) th = u x th
+    g1 = u[2] * th[0] - u[0] * th[2]
+    g2 = u[0] * th[1] - u[1] * th[0]
+    g = (g0, g1, g2)
+    _skew_into(u, out)
+    for i in range(3):
+        qi = tu * th[i] - t2 * u[i]
+        for j in range(3):
+            out[i, j] = a * out[i, j] + (da * g[i] + dc * qi) * th[j] + c * (th[i] * u[j] - 2.0 * u[i] * th[j])
+        out[i, i] += c * tu
+
+
+@njit(cache=True)
+def newton_terms(a, b, r_a, r_b, K, D, R_wb, err, V, Vn, theta, T, A):
+    """The derivative of the coupled residual A(theta) V+ - b(theta) - (couplings) with
+    respect to V+, theta = T (w_k + w+)/2 moving with it, at the iterate Vn: the blocks A
+    (B,6,6) gain G^T H Gt (Gt ``_tangent``) and the turn stiffness -+ T/2 S(r) d(J_r u)/dth
+    (u = R^T F, the force at Vn); returns the off-diagonal (c,6,6) pairs (J_ab, J_ba).  The
+    rotational rows' secant is left out (its derivative is small: the passes still converge)."""
+    c = b.shape[0]
+    Jab = np.zeros((c, 6, 6))
+    Jba = np.zeros((c, 6, 6))
+    Ga, Gb, Ta, Tb = np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6)), np.zeros((6, 6))
+    w1, w2, w3, S = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    h, ed, F, Vs, u = np.empty(6), np.empty(6), np.empty(6), np.empty(6), np.empty(3)
+    for k in range(c):
+        j = b[k]
+        i = a[k]
+        for q in range(6):
+            h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+        _map(R_wb[j], r_b[k], theta[j], Gb, w1, w2, w3)
+        _tangent(R_wb[j], r_b[k], theta[j], Tb, w1, w2, w3)
+        ed[:] = 0.0
+        Vs[:] = V[j] + Vn[j]
+        _gv(Gb, Vs, ed, -1.0)
+        if i >= 0:
+            _map(R_wb[i], r_a[k], theta[i], Ga, w1, w2, w3)
+            _tangent(R_wb[i], r_a[k], theta[i], Ta, w1, w2, w3)
+            Vs[:] = V[i] + Vn[i]
+            _gv(Ga, Vs, ed, 1.0)
+        for q in range(6):
+            F[q] = K[k, q] * err[k, q] + h[q] * ed[q]
+        _gthg(Gb, h, Tb, A[j], 1.0)
+        _mtv(R_wb[j], F, u)
+        _turn_stiffness(theta[j], u, w1)
+        _skew_into(r_b[k], S)
+        _mm(S, w1, w2)
+        for p in range(3):
+            for q in range(3):
+                A[j, 3 + p, 3 + q] -= 0.5 * T * w2[p, q]
+        if i >= 0:
+            _gthg(Ga, h, Ta, A[i], 1.0)
+            _mtv(R_wb[i], F, u)
+            _turn_stiffness(theta[i], u, w1)
+            _skew_into(r_a[k], S)
+            _mm(S, w1, w2)
+            for p in range(3):
+                for q in range(3):
+                    A[i, 3 + p, 3 + q] += 0.5 * T * w2[p, q]
+            _gthg(Ga, h, Tb, Jab[k], -1.0)
+            _gthg(Gb, h, Ta, Jba[k], -1.0)
+    return Jab, Jba
+
+
+@njit(cache=True)
+def _solve6(M, X):
+    """X <- M^-1 X in place (M (6,6) overwritten; partial pivoting); X (6, n)."""
+    n = X.shape[1]
+    for col in range(6):
+        p = col
+        for r in range(col + 1, 6):
+            if abs(M[r, col]) > abs(M[p, col]):
+                p = r
+        if p != col:
+            for j in range(6):
+                M[col, j], M[p, j] = M[p, j], M[col, j]
+            for j in range(n):
+                X[col, j], X[p, j] = X[p, j], X[col, j]
+        piv = M[col, col]
+        for r in range(col + 1, 6):
+            f = M[r, col] / piv
+            if f != 0.0:
+                for j in range(col, 6):
+                    M[r, j] -= f * M[col, j]
+                for j in range(n):
+                    X[r, j] -= f * X[col, j]
+    for col in range(5, -1, -1):
+        for j in range(n):
+            acc = X[col, j]
+            for q in range(col + 1, 6):
+                acc -= M[col, q] * X[q, j]
+            X[col, j] = acc / M[col, col]
+
+
+@njit(cache=True)
+def tree_solve(A, Jab, Jba, a, b, order, parent, via, rhs):
+    """x of the block system whose couplings form a forest (``_forest``): A (B,6,6) the
+    diagonal blocks, Jab / Jba (c,6,6) the blocks at (a, b) / (b, a); each body eliminated
+    into its parent, children first (no fill), then back-substituted: O(B) 6x6 work."""
+    nb = A.shape[0]
+    D = A.copy()
+    r = rhs.copy()
+    X = np.empty((nb, 6, 7))
+    M = np.empty((6, 6))
+    x = np.empty((nb, 6))
+    for u in order:
+        p = parent[u]
+        if p < 0:
+            continue
+        k = via[u]
+        Aup = Jab[k] if a[k] == u else Jba[k]
+        Apu = Jba[k] if a[k] == u else Jab[k]
+        X[u, :, :6] = Aup
+        X[u, :, 6] = r[u]
+        M[:] = D[u]
+        _solve6(M, X[u])
+        for i in range(6):
+            for j in range(6):
+                acc = 0.0
+                for q in range(6):
+                    acc += Apu[i, q] * X[u, q, j]
+                D[p, i, j] -= acc
+            acc = 0.0
+            for q in range(6):
+                acc += Apu[i, q] * X[u, q, 6]
+            r[p, i] -= acc
+    for t in range(order.shape[0] - 1, -1, -1):
+        u = order[t]
+        p = parent[u]
+        if p < 0:
+            M[:] = D[u]
+            xr = r[u].copy().reshape(6, 1)
+            _solve6(M, xr)
+            x[u] = xr[:, 0]
+        else:
+            for i in range(6):
+                acc = X[u, i, 6]
+                for q in range(6):
+                    acc -= X[u, i, q] * x[p, q]
+                x[u, i] = acc
+    return x
+
+
+def _forest(cp: Couplings, nb: int):
+    """(order, parent, via) when the couplings between bodies form a forest (each body's
+    parent and the coupling to it, -1 at the roots; order: children before their parents),
+    else None (a loop: the solve falls back to a sparse LU).  Cached on the couplings."""
+    key = ("_forest", nb)
+    got = cp.__dict__.get("_forest_cache")
+    if got is not None and got[0] == key:
+        return got[1]
+    adj = [[] for _ in range(nb)]
+    for k in range(len(cp)):
+        if cp.a[k] >= 0:
+            adj[int(cp.a[k])].append((int(cp.b[k]), k))
+            adj[int(cp.b[k])].append((int(cp.a[k]), k))
+    parent, via = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
+    seen, bfs, out = np.zeros(nb, bool), [], None
+    ok = True
+    for root in range(nb):
+        if seen[root]:
+            continue
+        seen[root] = True
+        queue = [root]
+        while queue:
+            u = queue.pop(0)
+            bfs.append(u)
+            for v, k in adj[u]:
+                if k == via[u]:
+                    continue
+                if seen[v]:
+                    ok = False
+                    continue
+                seen[v], parent[v], via[v] = True, u, k
+                queue.append(v)
+    if ok:
+        out = (np.array(bfs[::-1], np.int64), parent, via)
+    object.__setattr__(cp, "_forest_cache", (key, out))
+    return out
+
+
+def general_matrix(A_blocks, a, b, Jab, Jba):
+    """The block system as a sparse CSC matrix: A_blocks on the diagonal, Jab at (a, b) and
+    Jba at (b, a) for the couplings between bodies (``system_matrix`` with Jba = Jab^T)."""
+    from scipy import sparse
+    k = A_blocks.shape[0]
+    w = a >= 0
+    a, b, Jab, Jba = a[w], b[w], Jab[w], Jba[w]
+    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
+    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
+         (6 * b[:, None, None] + ii).ravel()]
+    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
+          (6 * a[:, None, None] + jj).ravel()]
+    v = [A_blocks.ravel(), Jab.ravel(), Jba.ravel()]
+    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
+
+
+def system_matrix(A_blocks, a, b, A_ab):
+    """The bodies' A (6B x 6B) as a sparse CSC matrix: the blocks on the diagonal, each
+    coupling's A_ab at (a, b) and its transpose at (b, a); couplings to the world add none."""
+    return general_matrix(A_blocks, a, b, A_ab, A_ab.transpose(0, 2, 1))
+
+
+def block_solve(cp: Couplings, A, Jab, Jba, rhs):
+    """x (B,6) of the block system (A (B,6,6) diagonal, Jab / Jba (c,6,6) at (a, b) / (b, a)):
+    ``tree_solve`` when the couplings form a forest, else a sparse LU."""
+    f = _forest(cp, A.shape[0])
+    if f is not None:
+        return tree_solve(A, Jab, Jba, cp.a, cp.b, f[0], f[1], f[2], rhs)
+    from scipy.sparse.linalg import spsolve
+    return spsolve(general_matrix(A, cp.a, cp.b, Jab, Jba).tocsc(), rhs.ravel()).reshape(-1, 6)
+
+
+def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER):
+    """(theta (B,3), passes, (A, rhs, A_ab, e) at theta): every body's turn T w_mid over the
+    step (rad, body axes) in the contact-free coupled system A(theta) V+ = b(theta),
+    theta = T (w_k + w+)/2 (module docstring): one solve with theta = T w_k, then Newton's
+    method, each pass's change of theta capped at TURN_STEP.  A, rhs: the bodies' blocks
+    without the couplings (not changed).  Not converged in `max_iter` passes: the iterate
+    with the smallest Newton step (passes = max_iter; the energy is then not exact); not
+    finite: theta = 0, the start-of-step map (passes = -1)."""
+    T = float(T)
+    args = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V)
+    theta = T * V[:, 3:]
+    A1, b1 = A.copy(), rhs.copy()
+    Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+    Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
+    jac, d = None, np.inf
+    best = (np.inf, theta, (A1, b1, Aab, e))
+    for it in range(max_iter):
+        theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
+        A1, b1 = A.copy(), rhs.copy()
+        Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+        if jac is None or d > NEWTON_REFRESH * np.abs(theta).max():
+            J = A.copy()
+            Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
+            jac = (J, Jab, Jba)
+        dV = block_solve(cp, *jac, _residual(A1, b1, cp.a, cp.b, Aab, Vn))
+        d = 0.5 * T * np.abs(dV[:, 3:]).max()
+        if not np.isfinite(d):
+            theta = np.zeros_like(theta)
+            A1, b1 = A.copy(), rhs.copy()
+            Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+            return theta, -1, (A1, b1, Aab, e)
+        if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
+            return theta, it + 1, (A1, b1, Aab, e)
+        if d < best[0]:
+            best = (d, theta, (A1, b1, Aab, e))
+        s = min(1.0, TURN_STEP / d)
+        Vn = Vn + s * dV
+        d *= s
+    return best[1], max_iter, best[2]
+
+
+def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
+    """The couplings' terms: (A_ab (c,6,6), e (c,6)), the diagonal terms added to A (B,6,6)
+    and rhs (B,6) in place; nothing when there are none.  theta (B,3): the bodies' turns over
+    the step; None: ``turns`` finds them (and its last pass's terms are used)."""
     if cp is None or len(cp) == 0:
         return np.zeros((0, 6, 6)), np.zeros((0, 6))
-    return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, float(T), A, rhs)
+    if theta is None:
+        _, _, (A1, b1, Aab, e) = turns(cp, p_w, R_wb, V, T, A, rhs)
+        A[...] = A1
+        rhs[...] = b1
+        return Aab, e
+    Aab, e, _ = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta,
+                               float(T), A, rhs)
+    return Aab, e
 
 
 def energy(cp: Couplings | None, p_w, R_wb) -> float:
@@ -174,7 +747,7 @@ def energy(cp: Couplings | None, p_w, R_wb) -> float:
     if cp is None or len(cp) == 0:
         return 0.0
     A, rhs = np.zeros((len(p_w), 6, 6)), np.zeros((len(p_w), 6))
-    _, e = apply(cp, p_w, R_wb, np.zeros((len(p_w), 6)), 1.0, A, rhs)
+    _, e = apply(cp, p_w, R_wb, np.zeros((len(p_w), 6)), 1.0, A, rhs, np.zeros((len(p_w), 3)))
     return 0.5 * float(np.sum(cp.K * e * e))
 
 

@@ -5,11 +5,15 @@ the solve on blocks (one coupled island of 6 N coordinates, ``step.solve``).
 Links are capsule-like rods along their body x axis: length L between the cap centres, radius
 r, uniform density; shape i is link i's capsule (``shapes.Capsule`` on body i, its axis along
 the body's x).  Coupling k joins link k-1's +x cap centre to link k's -x cap centre
-(``anchors = "ends"``), the first one to the world anchor at the origin; ``anchors = "com"``
-joins the centres of mass instead (zero-length translational springs: e is then linear in the
-poses and the discrete energy is exact, ``couplings``).  The chain starts straight along world
-+x, at rest, so it swings down.  No pairs: a world adds them (a drum, a floor) with a few
-lines -- the link capsules are shapes 0 .. N-1, the world's own shapes come after them.
+(``anchors = "ends"``: ball joints, with bending springs as the rotational rows of K), the
+first one to the world anchor at the origin; ``anchors = "com"`` joins the centres of mass
+instead (zero-length translational springs).  Without damping both keep the discrete energy
+to rounding (``couplings``: the turned maps and the turns' Newton solve) -- where the step
+resolves the links' turns: a ball-joint chain (no bending springs) at T = 10 ms turns its
+links ~1 rad a step, the Newton passes stop converging and its energy grows; at 1 ms it is
+exact (the chain tests).  The chain starts straight along world +x, at rest, so it swings
+down.  No pairs: a world adds them (a drum, a floor) with a few lines -- the link capsules
+are shapes 0 .. N-1, the world's own shapes come after them.
 """
 from __future__ import annotations
 
