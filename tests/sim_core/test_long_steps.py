@@ -32,7 +32,7 @@ STEPS = (0.128, 1.0)                   # s: seed 001's Table 1 step, and the con
 
 def _free_body_world(dt: float) -> Model:
     c = scenario.contact_params(config_mod.load(scenario_path("peg_in_hole"))["contact"])
-    body = RigidBody(name="free", mass=2.0, inertia_b=np.diag([0.01, 0.02, 0.03]), nodes_b=np.zeros((1, 3)),
+    body = RigidBody(name="free", mass=2.0, inertia_b=np.diag([0.01, 0.02, 0.03]),
                      com_part=np.zeros(3))
     return Model(bodies=(body,), shapes=(), pairs=(), contact=c, drive=Drive(np.zeros((1, 6)), np.zeros((1, 6))),
                  dt=dt, gravity=G)
