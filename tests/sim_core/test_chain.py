@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim_core import step as step_mod
-from sim_core.contact import frames
+from sim_core.contact import frames, materials
 from sim_core.contact.solvers import SOLVERS
 from sim_core.dynamics import couplings, pmi
 from sim_core.math.so3 import exp_so3
@@ -157,7 +157,8 @@ def test_contact_space_solve_matches_the_dense_velocity_space_solve():
     sol = step_mod.solve(model, st, c, body, blk, A_ab, None, 1e-3)
     A, b = _dense_step(model, st, inp, 1e-3)
     G, Cf = frames.world_jacobians(x, n_w, body, other, st.p_w, st.R_wb)
-    ref = SOLVERS[model.contact.solver](model.contact, c, G, Cf, A, b, st.V.ravel(), 1e-3, None)
+    mu, beta = materials.per_contact(model, c)
+    ref = SOLVERS[model.contact.solver](model.contact, c, G, Cf, A, b, st.V.ravel(), 1e-3, None, mu=mu, beta=beta)
     assert np.abs(ref.lam).max() > 1e-6                       # the contacts pushed
     assert np.abs(sol.V - ref.V).max() <= DENSE_TOL * max(1.0, np.abs(ref.V).max())
     assert np.abs(sol.lam - ref.lam).max() <= 1e-6 * np.abs(ref.lam).max()
