@@ -36,6 +36,9 @@ from sim_core.dynamics import blocktree, couplings
 from sim_core.systems import rigid
 from sim_core.types import Contacts, Inputs, Model, State, Warm
 
+_NO_COUPLINGS = np.zeros((0, 6, 6))    # A_ab of a world without couplings
+_NO_COUPLINGS.flags.writeable = False
+
 STAGES = ("broadphase", "detection", "clustering", "cspace", "systems", "solving", "integration")
 
 
@@ -130,7 +133,9 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     found = collide(model, state, dt, blk.pull, laps)
     row = cspace_row(model, state)
     laps.lap("cspace")
-    A_ab, _ = couplings.apply(model.couplings, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)
+    cp = model.couplings
+    A_ab = _NO_COUPLINGS if cp is None or len(cp) == 0 else \
+        couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
     folds = [s.fold(model, state, sub, inp, dt, prep, blk)
              for s, sub, prep in zip(model.systems, state.systems, preps)]
     laps.lap("systems")
