@@ -185,12 +185,17 @@ def islands(n_bodies: int, on: np.ndarray, other: np.ndarray, ca: np.ndarray | N
 SMALL_ISLAND = 4
 
 
+_CONTACT_FIELDS = tuple(f.name for f in fields(Contacts))
+
+
 def _take(c: Contacts, rows: np.ndarray, body: np.ndarray, other: np.ndarray) -> Contacts:
     """Contacts `rows` of `c`, relabelled (body, other): every per-contact array is sliced, so a
     new per-contact field needs nothing here."""
     m = len(c)
-    kw = {f.name: getattr(c, f.name) for f in fields(c)}
-    kw = {k: (v[rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == m else v) for k, v in kw.items()}
+    kw = {}
+    for k in _CONTACT_FIELDS:
+        v = getattr(c, k)
+        kw[k] = v[rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == m else v
     kw.update(body=body, other=other)
     return Contacts(**kw)
 
