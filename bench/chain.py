@@ -1,6 +1,6 @@
 """Step time of a chain of N rigid links joined by PMI spring-dampers, hanging under gravity
-(``sim_core.scenarios.chain``: one coupled island of 6 N coordinates, solved through a sparse
-LU), at N = 10, 40, 160.
+(``sim_core.scenarios.chain``: one coupled island of 6 N coordinates, factorized on its blocks
+along the chain, ``dynamics.blocktree``), at N = 10, 40, 160.
 
     python bench/chain.py [--steps 300] [--sizes 10 40 160]
 

@@ -181,7 +181,8 @@ def islands(n_bodies: int, on: np.ndarray, other: np.ndarray, ca: np.ndarray | N
 
 # An island of at most this many bodies and no couplings is solved in velocity space: its
 # block-diagonal A inverted (6 B_i x 6 B_i, today's arithmetic) and the dense G (m,3,6 B_i).
-# Larger or coupled islands are solved in contact space through a sparse LU (``_contact_space``).
+# Larger or coupled islands are solved in contact space (``_contact_space``): A factorized on its
+# blocks where the couplings form a tree (``dynamics.blocktree``), else by a sparse LU.
 SMALL_ISLAND = 4
 
 
