@@ -1,5 +1,6 @@
 """Step time of a chain of N rigid links joined by PMI spring-dampers, at N = 10, 40, 160, in
-two worlds (``sim_core.scenarios.chain``):
+two worlds (``sim_core.scenarios.chain``; a coupled island factorized on its blocks along the
+chain, ``dynamics.blocktree``):
 
 * ``hanging`` -- hanging under gravity from a world anchor (``chain.build``: one coupled
   island of 6 N coordinates, no contacts; the default link with bending springs);

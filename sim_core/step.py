@@ -34,9 +34,12 @@ from sim_core import shapes
 from sim_core.collision import detectors as collision
 from sim_core.contact import body_body, clustering, cspace, frames, materials
 from sim_core.contact.solvers import SOLVERS, Solution
-from sim_core.dynamics import couplings
+from sim_core.dynamics import blocktree, couplings
 from sim_core.systems import rigid
 from sim_core.types import WORLD, Contacts, Inputs, Model, State, Warm
+
+_NO_COUPLINGS = np.zeros((0, 6, 6))    # A_ab of a world without couplings
+_NO_COUPLINGS.flags.writeable = False
 
 STAGES = ("broadphase", "detection", "clustering", "cspace", "systems", "solving", "integration")
 
@@ -140,7 +143,9 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     found = collide(model, state, dt, blk.pull, laps)
     row = cspace_row(model, state)
     laps.lap("cspace")
-    A_ab, _ = couplings.apply(model.couplings, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)
+    cp = model.couplings
+    A_ab = _NO_COUPLINGS if cp is None or len(cp) == 0 else \
+        couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
     folds = [s.fold(model, state, sub, inp, dt, prep, blk)
              for s, sub, prep in zip(model.systems, state.systems, preps)]
     laps.lap("systems")
@@ -169,42 +174,39 @@ def islands(n_bodies: int, on: np.ndarray, other: np.ndarray, ca: np.ndarray | N
     is solved on its own, so a body's solution does not depend on what else is in the world:
     the same arithmetic as a world of that island alone (the one-world test checks two pegs
     in two holes against their single runs)."""
-    parent = np.arange(n_bodies)
-
-    def root(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
     a = on[other >= 0]
     b = other[other >= 0]
     if ca is not None and len(ca):
         a = np.concatenate([a, ca[ca >= 0]])
         b = np.concatenate([b, cb[ca >= 0]])
-    for x, y in zip(a.tolist(), b.tolist()):
-        parent[root(x)] = root(y)
-    roots = np.array([root(i) for i in range(n_bodies)], np.int64)
-    _, first, label = np.unique(roots, return_index=True, return_inverse=True)
-    order = np.argsort(first)                  # islands in the order of their first body
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    label = rank[label]
+    if a.size == 0:
+        return [np.array([i], np.int64) for i in range(n_bodies)]
+    label, count = blocktree.components(n_bodies, a.astype(np.int64), b.astype(np.int64))
+    if count == 1:
+        return [np.arange(n_bodies, dtype=np.int64)]
     by = np.argsort(label, kind="stable")
     return np.split(by, np.cumsum(np.bincount(label))[:-1])
 
 
+
 # An island of at most this many bodies and no couplings is solved in velocity space: its
 # block-diagonal A inverted (6 B_i x 6 B_i, today's arithmetic) and the dense G (m,3,6 B_i).
-# Larger or coupled islands are solved in contact space through a sparse LU (``_contact_space``).
+# Larger or coupled islands are solved in contact space (``_contact_space``): A factorized on its
+# blocks where the couplings form a tree (``dynamics.blocktree``), else by a sparse LU.
 SMALL_ISLAND = 4
+
+
+_CONTACT_FIELDS = tuple(f.name for f in fields(Contacts))
 
 
 def _take(c: Contacts, rows: np.ndarray, body: np.ndarray, other: np.ndarray) -> Contacts:
     """Contacts `rows` of `c`, relabelled (body, other): every per-contact array is sliced, so a
     new per-contact field needs nothing here."""
     m = len(c)
-    kw = {f.name: getattr(c, f.name) for f in fields(c)}
-    kw = {k: (v[rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == m else v) for k, v in kw.items()}
+    kw = {}
+    for k in _CONTACT_FIELDS:
+        v = getattr(c, k)
+        kw[k] = v[rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == m else v
     kw.update(body=body, other=other)
     return Contacts(**kw)
 
@@ -289,37 +291,42 @@ def island_matrix(A_blocks: np.ndarray, a: np.ndarray, b: np.ndarray, A_ab: np.n
 
 
 def _contact_space(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm):
-    """A coupled (or large) island: A factorized once by a sparse LU (SuperLU, COLAMD order:
-    a chain is banded, a tree or an FEM mesh is not, and the fill stays near linear for
-    both), V_free = A^-1 b, and with the contacts' sparse rows G (a contact touches at most
-    two bodies) X = A^-1 G^T (one multi-right-hand-side solve), the Delassus operator
-    W = G X (3m x 3m).  The solver kernels then run unchanged on the contact-space problem:
-    G' the identity rows, A^-1' = W, V_free' = G V_free, V_prev' = G V_prev; and
-    V+ = V_free + X lambda.  Couplings are linear in V+ (PMI potential action), so they are
-    solved with the contacts exactly, through the factorization."""
-    from scipy.sparse.linalg import splu
-    lu = splu(island_matrix(blk.A[g], a, b, A_ab))
-    V_free = lu.solve(blk.b[g].ravel())
+    """A coupled (or large) island: A factorized once -- on its blocks where the couplings form
+    a tree (``dynamics.blocktree``: a chain, a branching cable; no fill, linear in the bodies),
+    else by a sparse LU (SuperLU, COLAMD order: an FEM mesh or a closed loop) -- V_free = A^-1 b,
+    and with the contacts' sparse rows G (a contact touches at most two bodies)
+    X = A^-1 G^T (one multi-right-hand-side solve), the Delassus operator W = G X (3m x 3m,
+    from the sparse rows: O(m^2), not O(k m^2)).  The solver kernels then run unchanged on the
+    contact-space problem: G' the identity rows, A^-1' = W, V_free' = G V_free,
+    V_prev' = G V_prev; and V+ = V_free + X lambda.  Couplings are linear in V+ (PMI potential
+    action), so they are solved with the contacts exactly, through the factorization."""
     k, m = g.size, len(sub)
+    ok, order, parent, edge = blocktree.tree(k, a, b)
+    if ok:
+        fac = blocktree.factor(blk.A[g], order, parent, edge, a, A_ab)
+
+        def inv(rhs):                              # rhs (k,6,r) -> A^-1 rhs, in place
+            blocktree.solve(*fac, order, parent, edge, a, A_ab, rhs)
+            return rhs
+    else:
+        from scipy.sparse.linalg import splu
+        lu = splu(island_matrix(blk.A[g], a, b, A_ab))
+
+        def inv(rhs):
+            return np.ascontiguousarray(lu.solve(rhs.reshape(6 * k, -1))).reshape(rhs.shape)
+    V_free = inv(blk.b[g].reshape(k, 6, 1).copy()).reshape(6 * k)
     if m == 0:
         keep = None if warm is None else warm.budget
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(6 * k), 0, budget=keep), \
             V_free, np.zeros(6 * k)
     Gb, Go, Cf = frames.contact_rows(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
-    Gt = np.zeros((6 * k, 3 * m))                 # G^T, dense over the island's coordinates
-    cb6 = 6 * sub.body[:, None] + np.arange(6)
-    for i in range(3):
-        Gt[cb6, 3 * np.arange(m)[:, None] + i] += Gb[:, i, :]
-    w = sub.other >= 0
-    if w.any():
-        co6 = 6 * sub.other[w][:, None] + np.arange(6)
-        for i in range(3):
-            np.add.at(Gt, (co6, 3 * np.flatnonzero(w)[:, None] + i), Go[w, i, :])
-    X = lu.solve(Gt)
-    W = Gt.T @ X
+    Gt = blocktree.scatter(Gb, Go, sub.body, sub.other, k)       # G^T (k,6,3m)
+    X = inv(Gt.copy())
+    W = blocktree.gather(Gb, Go, sub.body, sub.other, X)
     eye = np.zeros((m, 3, 3 * m))
     eye[np.arange(m)[:, None], np.arange(3)[None, :], 3 * np.arange(m)[:, None] + np.arange(3)[None, :]] = 1.0
     mu, beta = materials.per_contact(model, sub)
+    Gt, X = Gt.reshape(6 * k, 3 * m), X.reshape(6 * k, 3 * m)
     s = solver(model.contact, sub, eye, Cf, None, None, Gt.T @ V_prev, dt, warm, None,
                free=(W, Gt.T @ V_free), n_bodies=k, mu=mu, beta=beta)
     lam = s.lam.ravel()

@@ -92,13 +92,23 @@ def uniform(material: Material, m: int) -> tuple[np.ndarray, np.ndarray]:
 def per_contact(model: Model, contacts: Contacts) -> tuple[np.ndarray, np.ndarray]:
     """The friction mu (m,) and the penetration gain beta (m,) of each contact, from its pair's
     material (``Contacts.pair``; None: pair 0)."""
-    m = len(contacts)
-    if contacts.pair is None or all(p.material is None for p in model.pairs):
-        return uniform(material_of(model.contact, model.pairs[0]) if model.pairs else model.contact.material, m)
-    mats = [material_of(model.contact, p) for p in model.pairs]
-    mu = np.array([x.friction for x in mats])
-    beta = np.array([x.penetration_gain for x in mats])
+    first, same, mu, beta = _by_pair(model)
+    if same or contacts.pair is None:
+        return uniform(first, len(contacts))
     return mu[contacts.pair], beta[contacts.pair]
+
+
+def _by_pair(model: Model):
+    """(pair 0's material (the default without pairs), whether every pair has the default,
+    mu (P,), beta (P,) per pair): cached on the model, which is constant (``dataclasses.replace``
+    makes a new one)."""
+    got = model.__dict__.get("_materials_cache")
+    if got is None:
+        mats = [material_of(model.contact, p) for p in model.pairs]
+        got = (mats[0] if mats else model.contact.material, all(p.material is None for p in model.pairs),
+               np.array([x.friction for x in mats]), np.array([x.penetration_gain for x in mats]))
+        object.__setattr__(model, "_materials_cache", got)
+    return got
 
 
 def from_table(t: dict) -> Material:

@@ -64,12 +64,14 @@ def _blocks(mass, inertia, p, R, V, T, K, D, driven, p_set, R_set, v_set, w_set,
     return A, b, F0, Bd, pull
 
 
-def _mass(model):
-    """(masses (B,), inertias (B,3,3)), cached on the model (constant)."""
-    got = model.__dict__.get("_mass_cache")
+def _constants(model):
+    """(masses (B,), inertias (B,3,3), driven (B,) bool, gravity (3,)): what the kernel reads
+    of the model, cached on it (a Model is constant; ``dataclasses.replace`` makes a new one)."""
+    got = model.__dict__.get("_rigid_cache")
     if got is None:
-        got = (np.array([b.mass for b in model.bodies], float), np.array([b.inertia_b for b in model.bodies], float))
-        object.__setattr__(model, "_mass_cache", got)
+        got = (np.array([b.mass for b in model.bodies], float), np.array([b.inertia_b for b in model.bodies], float),
+               driven(model), np.asarray(model.gravity, float))
+        object.__setattr__(model, "_rigid_cache", got)
     return got
 
 
@@ -83,11 +85,9 @@ def driven(model) -> np.ndarray:
 
 def blocks(model, state, inp, dt: float) -> Blocks:
     """Every body's loads and PMI block, one kernel call."""
-    m, J = _mass(model)
-    A, b, F0, Bd, pull = _blocks(m, J, state.p_w, state.R_wb, state.V, float(dt), model.drive.K, model.drive.D,
-                                 driven(model), inp.p_set_w, inp.R_set_w, inp.v_set_w, inp.w_set_w, inp.f_ext,
-                                 np.asarray(model.gravity, float))
-    return Blocks(A, b, F0, Bd, pull)
+    m, J, dr, g = _constants(model)
+    return Blocks(*_blocks(m, J, state.p_w, state.R_wb, state.V, float(dt), model.drive.K, model.drive.D, dr,
+                           inp.p_set_w, inp.R_set_w, inp.v_set_w, inp.w_set_w, inp.f_ext, g))
 
 
 def blocks_numpy(model, state, inp, dt: float) -> Blocks:

@@ -10,7 +10,7 @@ import pytest
 from sim_core import step as step_mod
 from sim_core.contact import frames, materials
 from sim_core.contact.solvers import SOLVERS
-from sim_core.dynamics import couplings, pmi
+from sim_core.dynamics import blocktree, couplings, pmi
 from sim_core.math.so3 import exp_so3
 from sim_core.scenarios import chain
 from sim_core.systems import rigid
@@ -326,6 +326,62 @@ def test_contact_space_solve_matches_the_dense_velocity_space_solve():
     assert np.abs(sol.V - ref.V).max() <= DENSE_TOL * max(1.0, np.abs(ref.V).max())
     assert np.abs(sol.lam - ref.lam).max() <= 1e-6 * np.abs(ref.lam).max()
     assert np.allclose(sol.generalized, ref.generalized, rtol=0, atol=1e-9 * np.abs(ref.generalized).max())
+
+
+def _rewired(a, b, n=6):
+    """A world of n links (the chain's) whose couplings join bodies a[e] and b[e] instead,
+    started from the chain's shaken state (every coupling stretched and moving)."""
+    from dataclasses import replace
+    model, st = chain.build(n, dt=1e-3)
+    cp, c = model.couplings, len(a)
+    half = np.array([chain.LinkSpec().length / 2, 0.0, 0.0])
+    cp = couplings.Couplings(np.array(a, np.int64), np.array(b, np.int64), np.tile(half, (c, 1)),
+                             np.tile(np.eye(3), (c, 1, 1)), np.tile(-half, (c, 1)), np.tile(np.eye(3), (c, 1, 1)),
+                             np.tile(cp.K[0], (c, 1)), np.tile(cp.D[0] + 1e-3, (c, 1)))
+    model = replace(model, couplings=cp)
+    return model, _shaken(model, st, seed=3)
+
+
+# a branching tree (factorized on its blocks; couplings 2 and 4 point from child to parent)
+# and the same with a closed loop and a doubled coupling (a cycle: the sparse LU)
+TREE = ([WORLD, 0, 2, 0, 4, 3], [0, 1, 1, 3, 3, 5])
+LOOP = ([WORLD, 0, 2, 0, 4, 3, 2, 4], [0, 1, 1, 3, 3, 5, 4, 5])
+
+
+def test_block_tree_orders_children_first_and_finds_cycles():
+    a, b = np.array(TREE[0][1:]), np.array(TREE[1][1:])
+    ok, order, parent, edge = blocktree.tree(6, a, b)
+    assert ok and parent[0] == -1 and sorted(order.tolist()) == list(range(6))
+    pos = np.argsort(order)
+    for i in range(1, 6):
+        assert pos[i] < pos[parent[i]] and {a[edge[i]], b[edge[i]]} == {i, parent[i]}
+    assert not blocktree.tree(6, np.array(LOOP[0][1:]), np.array(LOOP[1][1:]))[0]
+    assert not blocktree.tree(3, np.array([0, 0]), np.array([1, 1]))[0]       # the same pair twice
+
+
+def test_tree_and_loop_islands_match_the_dense_solve():
+    """Without contacts and with three (one link-link), the block-tree factorization (a tree)
+    and the sparse LU (a loop) give the dense solve of the same coupled system."""
+    for a, b in (TREE, LOOP):
+        model, st = _rewired(a, b)
+        inp = _rest_inputs(6)
+        blk = rigid.blocks(model, st, inp, 1e-3)
+        A_ab, _ = couplings.apply(model.couplings, st.p_w, st.R_wb, st.V, 1e-3, blk.A, blk.b)
+        A, rhs = _dense_step(model, st, inp, 1e-3)
+        free = step_mod.solve(model, st, Contacts.empty(), np.zeros(0, np.int64), blk, A_ab, None, 1e-3)
+        ref = np.linalg.solve(A, rhs)
+        assert np.abs(free.V - ref).max() <= DENSE_TOL * np.abs(ref).max()
+        body, other = np.array([1, 4, 2], np.int64), np.array([WORLD, WORLD, 5], np.int64)
+        x = st.p_w[body] + np.array([0.0, 0.0, -1e-3])
+        n_w = np.tile([0.0, 0.0, 1.0], (3, 1))
+        c = Contacts(x, n_w, np.array([-2e-5, -1e-5, -1e-5]), None, body, other)
+        sol = step_mod.solve(model, st, c, body, blk, A_ab, None, 1e-3)
+        G, Cf = frames.world_jacobians(x, n_w, body, other, st.p_w, st.R_wb)
+        mu, beta = materials.per_contact(model, c)
+        ref = SOLVERS[model.contact.solver](model.contact, c, G, Cf, A, rhs, st.V.ravel(), 1e-3, None, mu=mu, beta=beta)
+        assert np.abs(ref.lam).max() > 1e-6
+        assert np.abs(sol.V - ref.V).max() <= DENSE_TOL * max(1.0, np.abs(ref.V).max())
+        assert np.abs(sol.lam - ref.lam).max() <= 1e-6 * np.abs(ref.lam).max()
 
 
 # ---- the draped chain: links on a fixed drum with friction, in one island with their contacts ----
