@@ -111,15 +111,7 @@ def predict(body: Nodes, shape: SDF, params: ContactParams, pose: BodyPose, dt: 
     x_p = p_p + r_b @ R_p.T
     d_p, g_s = shape.sdf.query((x_p - shape.p_ws) @ shape.R_ws, None)
     n_p = g_s @ shape.R_ws.T
-    d_eff = d_p - T * np.einsum("ij,ij->i", n_p, u_k)
-    turn = np.einsum("ij,ij->i", n_p, nodes.n_w[rows])
-    ok = (turn > 0.0) & (turn < EDGE_COS) & (d_eff >= -PREDICTED_OVERLAP) & np.isfinite(d_eff)
-    if not ok.any():
-        return nodes
-    rows = rows[ok]
-    n_w, d = nodes.n_w.copy(), nodes.d.copy()
-    n_w[rows], d[rows] = n_p[ok], np.maximum(d_eff[ok], 0.0)      # touching at most: no push-out
-    return replace(nodes, n_w=n_w, d=d)
+    return _take_predicted(nodes, rows, n_p, d_p - T * np.einsum("ij,ij->i", n_p, u_k))
 
 
 def _predict_moving(body: Nodes, shape: SDF, dt: float, nodes: Contacts, gap: np.ndarray, pose: BodyPose,
@@ -147,7 +139,12 @@ def _predict_moving(body: Nodes, shape: SDF, dt: float, nodes: Contacts, gap: np
     x_p = p_p + r_b @ R_p.T
     d_p, g_s = shape.sdf.query((x_p - p_ws) @ R_ws, None)
     n_p = g_s @ R_ws.T
-    d_eff = d_p - T * np.einsum("ij,ij->i", n_p, u_k)
+    return _take_predicted(nodes, rows, n_p, d_p - T * np.einsum("ij,ij->i", n_p, u_k))
+
+
+def _take_predicted(nodes: Contacts, rows: np.ndarray, n_p: np.ndarray, d_eff: np.ndarray) -> Contacts:
+    """The closing nodes `rows` whose predicted normal n_p turned by less than the edge angle
+    (and not past 90 deg) take it, with the linearized gap d_eff (touching at most: no push-out)."""
     turn = np.einsum("ij,ij->i", n_p, nodes.n_w[rows])
     ok = (turn > 0.0) & (turn < EDGE_COS) & (d_eff >= -PREDICTED_OVERLAP) & np.isfinite(d_eff)
     if not ok.any():
