@@ -276,20 +276,6 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
     return Solution(V, lam, forces, gen, sweeps, lam_c, budget)
 
 
-def island_matrix(A_blocks: np.ndarray, a: np.ndarray, b: np.ndarray, A_ab: np.ndarray):
-    """The island's A (6k x 6k) as a sparse CSC matrix: its bodies' blocks on the diagonal,
-    each coupling's A_ab at (a, b) and its transpose at (b, a) (local body indices)."""
-    from scipy import sparse
-    k = A_blocks.shape[0]
-    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
-    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
-         (6 * b[:, None, None] + ii).ravel()]
-    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
-          (6 * a[:, None, None] + jj).ravel()]
-    v = [A_blocks.ravel(), A_ab.ravel(), A_ab.transpose(0, 2, 1).ravel()]
-    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
-
-
 def _contact_space(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm):
     """A coupled (or large) island: A factorized once -- on its blocks where the couplings form
     a tree (``dynamics.blocktree``: a chain, a branching cable; no fill, linear in the bodies),
@@ -301,16 +287,17 @@ def _contact_space(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_pr
     V_prev' = G V_prev; and V+ = V_free + X lambda.  Couplings are linear in V+ (PMI potential
     action), so they are solved with the contacts exactly, through the factorization."""
     k, m = g.size, len(sub)
+    A_ba = np.ascontiguousarray(A_ab.transpose(0, 2, 1))    # A is symmetric in its couplings
     ok, order, parent, edge = blocktree.tree(k, a, b)
     if ok:
-        fac = blocktree.factor(blk.A[g], order, parent, edge, a, A_ab)
+        fac = blocktree.factor(blk.A[g], order, parent, edge, a, A_ab, A_ba)
 
         def inv(rhs):                              # rhs (k,6,r) -> A^-1 rhs, in place
-            blocktree.solve(*fac, order, parent, edge, a, A_ab, rhs)
+            blocktree.solve(*fac, order, parent, edge, a, A_ab, A_ba, rhs)
             return rhs
     else:
         from scipy.sparse.linalg import splu
-        lu = splu(island_matrix(blk.A[g], a, b, A_ab))
+        lu = splu(blocktree.matrix(blk.A[g], a, b, A_ab, A_ba))
 
         def inv(rhs):
             return np.ascontiguousarray(lu.solve(rhs.reshape(6 * k, -1))).reshape(rhs.shape)

@@ -4,7 +4,9 @@ number of bodies.  A coupling graph with a cycle (an FEM mesh, a closed loop) is
 a sparse LU instead (``step._contact_space``).
 
 The island's A (6k x 6k) has the bodies' blocks D_i on its diagonal and, per coupling e
-between a[e] and b[e], A_ab[e] at (a, b) and its transpose at (b, a) (``dynamics.couplings``).
+between a[e] and b[e], A_ab[e] at (a, b) and A_ba[e] at (b, a) (``dynamics.couplings``: the
+step's A_ba is A_ab's transpose; the couplings' Newton tangent is not symmetric).  ``matrix``
+is the same system as a sparse matrix, for the LU of a graph with a cycle.
 With the tree rooted at its lowest body and the bodies ordered children first (``tree``),
 eliminating a leaf i with parent p from  D_i x_i + A_ip x_p = r_i  gives
     x_i = D_i^-1 r_i - Y_i x_p,   Y_i = D_i^-1 A_ip,
@@ -155,19 +157,19 @@ def _lu6_solve(M, piv, X):
 
 
 @njit(cache=True)
-def _off(i, e, a, A_ab, out, transpose_for_parent):
-    """The block of coupling e in row i (transpose_for_parent False: A_ip) or in the parent's
-    row (True: A_pi), into out (6,6)."""
+def _off(i, e, a, A_ab, A_ba, out, for_parent):
+    """The block of coupling e in row i (for_parent False: A_ip) or in the parent's row
+    (True: A_pi), into out (6,6)."""
     first = a[e] == i                             # A_ab[e] sits at (a, b): A_ip = A_ab if i is a
-    if transpose_for_parent:
+    if for_parent:
         first = not first
     for r in range(6):
         for c in range(6):
-            out[r, c] = A_ab[e, r, c] if first else A_ab[e, c, r]
+            out[r, c] = A_ab[e, r, c] if first else A_ba[e, r, c]
 
 
 @njit(cache=True)
-def factor(D, order, parent, edge, a, A_ab):
+def factor(D, order, parent, edge, a, A_ab, A_ba):
     """(LU (k,6,6), piv (k,6), Y (k,6,6)): the updated diagonal blocks' LU factors and
     Y_i = D_i^-1 A_ip (module docstring); D (k,6,6) is not changed."""
     k = D.shape[0]
@@ -182,9 +184,9 @@ def factor(D, order, parent, edge, a, A_ab):
         if p < 0:
             continue
         e = edge[i]
-        _off(i, e, a, A_ab, Y[i], False)
+        _off(i, e, a, A_ab, A_ba, Y[i], False)
         _lu6_solve(LU[i], piv[i], Y[i])
-        _off(i, e, a, A_ab, B, True)               # A_pi
+        _off(i, e, a, A_ab, A_ba, B, True)         # A_pi
         for r in range(6):
             for c in range(6):
                 s = 0.0
@@ -195,7 +197,7 @@ def factor(D, order, parent, edge, a, A_ab):
 
 
 @njit(cache=True)
-def solve(LU, piv, Y, order, parent, edge, a, A_ab, rhs):
+def solve(LU, piv, Y, order, parent, edge, a, A_ab, A_ba, rhs):
     """rhs (k,6,r) in place: A^-1 rhs from ``factor``'s factors."""
     k, r = rhs.shape[0], rhs.shape[2]
     B = np.empty((6, 6))
@@ -205,7 +207,7 @@ def solve(LU, piv, Y, order, parent, edge, a, A_ab, rhs):
         p = parent[i]
         if p < 0:
             continue
-        _off(i, edge[i], a, A_ab, B, True)         # r_p -= A_pi D_i^-1 r_i
+        _off(i, edge[i], a, A_ab, A_ba, B, True)   # r_p -= A_pi D_i^-1 r_i
         for q in range(6):
             for j in range(6):
                 f = B[q, j]
@@ -221,6 +223,23 @@ def solve(LU, piv, Y, order, parent, edge, a, A_ab, rhs):
                 f = Y[i, q, j]
                 for c in range(r):
                     rhs[i, q, c] -= f * rhs[p, j, c]
+
+
+def matrix(A_blocks, a, b, A_ab, A_ba):
+    """The block system as a sparse CSC matrix (6k x 6k): A_blocks (k,6,6) on the diagonal,
+    A_ab[e] at (a[e], b[e]) and A_ba[e] at (b[e], a[e]); couplings to the world (a < 0) add
+    none."""
+    from scipy import sparse
+    k = A_blocks.shape[0]
+    w = a >= 0
+    a, b, A_ab, A_ba = a[w], b[w], A_ab[w], A_ba[w]
+    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
+    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
+         (6 * b[:, None, None] + ii).ravel()]
+    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
+          (6 * a[:, None, None] + jj).ravel()]
+    v = [A_blocks.ravel(), A_ab.ravel(), A_ba.ravel()]
+    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
 
 
 # ---- the contacts' sparse rows on block vectors ------------------------------------------------

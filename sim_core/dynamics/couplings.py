@@ -38,7 +38,7 @@ theta = T (w_k + w+)/2, for theta -- one solve at theta = T w_k, then Newton's m
 (``newton_terms``: the derivative through the exact anchor tangent R exp(S(theta)) S(r) J_r
 and the turn stiffness of G^T F; the secant's derivative is left out), 2-4 passes at the
 chain's steps; each pass solves the block system in O(B) when the couplings form a forest
-(``tree_solve``: a chain, a cable; a loop falls back to a sparse LU).  ``apply`` then adds the
+(``block_solve``: on the blocks for a chain, a cable; a loop falls back to a sparse LU).  ``apply`` then adds the
 terms at that theta, which the step solves with the contacts.  Exact: no contacts in the
 coupled island (the chain test: |energy change| <= 1e-9 of the swing's energy over 1e4 steps,
 measured ~1e-11, ball joints and bending springs); with contacts the solution's w_mid is not
@@ -69,6 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from sim_core.dynamics import blocktree
 from sim_core.math.so3 import log_so3
 from sim_core.types import WORLD
 
@@ -536,153 +537,31 @@ def newton_terms(a, b, r_a, r_b, K, D, R_wb, err, V, Vn, theta, T, A):
     return Jab, Jba
 
 
-@njit(cache=True)
-def _solve6(M, X):
-    """X <- M^-1 X in place (M (6,6) overwritten; partial pivoting); X (6, n)."""
-    n = X.shape[1]
-    for col in range(6):
-        p = col
-        for r in range(col + 1, 6):
-            if abs(M[r, col]) > abs(M[p, col]):
-                p = r
-        if p != col:
-            for j in range(6):
-                M[col, j], M[p, j] = M[p, j], M[col, j]
-            for j in range(n):
-                X[col, j], X[p, j] = X[p, j], X[col, j]
-        piv = M[col, col]
-        for r in range(col + 1, 6):
-            f = M[r, col] / piv
-            if f != 0.0:
-                for j in range(col, 6):
-                    M[r, j] -= f * M[col, j]
-                for j in range(n):
-                    X[r, j] -= f * X[col, j]
-    for col in range(5, -1, -1):
-        for j in range(n):
-            acc = X[col, j]
-            for q in range(col + 1, 6):
-                acc -= M[col, q] * X[q, j]
-            X[col, j] = acc / M[col, col]
-
-
-@njit(cache=True)
-def tree_solve(A, Jab, Jba, a, b, order, parent, via, rhs):
-    """x of the block system whose couplings form a forest (``_forest``): A (B,6,6) the
-    diagonal blocks, Jab / Jba (c,6,6) the blocks at (a, b) / (b, a); each body eliminated
-    into its parent, children first (no fill), then back-substituted: O(B) 6x6 work."""
-    nb = A.shape[0]
-    D = A.copy()
-    r = rhs.copy()
-    X = np.empty((nb, 6, 7))
-    M = np.empty((6, 6))
-    x = np.empty((nb, 6))
-    for u in order:
-        p = parent[u]
-        if p < 0:
-            continue
-        k = via[u]
-        Aup = Jab[k] if a[k] == u else Jba[k]
-        Apu = Jba[k] if a[k] == u else Jab[k]
-        X[u, :, :6] = Aup
-        X[u, :, 6] = r[u]
-        M[:] = D[u]
-        _solve6(M, X[u])
-        for i in range(6):
-            for j in range(6):
-                acc = 0.0
-                for q in range(6):
-                    acc += Apu[i, q] * X[u, q, j]
-                D[p, i, j] -= acc
-            acc = 0.0
-            for q in range(6):
-                acc += Apu[i, q] * X[u, q, 6]
-            r[p, i] -= acc
-    for t in range(order.shape[0] - 1, -1, -1):
-        u = order[t]
-        p = parent[u]
-        if p < 0:
-            M[:] = D[u]
-            xr = r[u].copy().reshape(6, 1)
-            _solve6(M, xr)
-            x[u] = xr[:, 0]
-        else:
-            for i in range(6):
-                acc = X[u, i, 6]
-                for q in range(6):
-                    acc -= X[u, i, q] * x[p, q]
-                x[u, i] = acc
-    return x
-
-
-def _forest(cp: Couplings, nb: int):
-    """(order, parent, via) when the couplings between bodies form a forest (each body's
-    parent and the coupling to it, -1 at the roots; order: children before their parents),
-    else None (a loop: the solve falls back to a sparse LU).  Cached on the couplings."""
-    key = ("_forest", nb)
-    got = cp.__dict__.get("_forest_cache")
-    if got is not None and got[0] == key:
-        return got[1]
-    adj = [[] for _ in range(nb)]
-    for k in range(len(cp)):
-        if cp.a[k] >= 0:
-            adj[int(cp.a[k])].append((int(cp.b[k]), k))
-            adj[int(cp.b[k])].append((int(cp.a[k]), k))
-    parent, via = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
-    seen, bfs, out = np.zeros(nb, bool), [], None
-    ok = True
-    for root in range(nb):
-        if seen[root]:
-            continue
-        seen[root] = True
-        queue = [root]
-        while queue:
-            u = queue.pop(0)
-            bfs.append(u)
-            for v, k in adj[u]:
-                if k == via[u]:
-                    continue
-                if seen[v]:
-                    ok = False
-                    continue
-                seen[v], parent[v], via[v] = True, u, k
-                queue.append(v)
-    if ok:
-        out = (np.array(bfs[::-1], np.int64), parent, via)
-    object.__setattr__(cp, "_forest_cache", (key, out))
-    return out
-
-
-def general_matrix(A_blocks, a, b, Jab, Jba):
-    """The block system as a sparse CSC matrix: A_blocks on the diagonal, Jab at (a, b) and
-    Jba at (b, a) for the couplings between bodies (``system_matrix`` with Jba = Jab^T)."""
-    from scipy import sparse
-    k = A_blocks.shape[0]
-    w = a >= 0
-    a, b, Jab, Jba = a[w], b[w], Jab[w], Jba[w]
-    ii, jj = np.meshgrid(np.arange(6), np.arange(6), indexing="ij")
-    r = [(6 * np.arange(k)[:, None, None] + ii).ravel(), (6 * a[:, None, None] + ii).ravel(),
-         (6 * b[:, None, None] + ii).ravel()]
-    cl = [(6 * np.arange(k)[:, None, None] + jj).ravel(), (6 * b[:, None, None] + jj).ravel(),
-          (6 * a[:, None, None] + jj).ravel()]
-    v = [A_blocks.ravel(), Jab.ravel(), Jba.ravel()]
-    return sparse.csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(cl))), shape=(6 * k, 6 * k))
-
-
-def system_matrix(A_blocks, a, b, A_ab):
-    """The bodies' A (6B x 6B) as a sparse CSC matrix: the blocks on the diagonal, each
-    coupling's A_ab at (a, b) and its transpose at (b, a); couplings to the world add none."""
-    return general_matrix(A_blocks, a, b, A_ab, A_ab.transpose(0, 2, 1))
-
-
 def block_solve(cp: Couplings, A, Jab, Jba, rhs):
     """x (B,6) of the block system (A (B,6,6) diagonal, Jab / Jba (c,6,6) at (a, b) / (b, a)):
-    ``tree_solve`` when the couplings form a forest, else a sparse LU."""
-    f = _forest(cp, A.shape[0])
-    if f is not None:
-        return tree_solve(A, Jab, Jba, cp.a, cp.b, f[0], f[1], f[2], rhs)
+    on its blocks when the couplings between bodies form a forest (``blocktree``), else a
+    sparse LU of ``blocktree.matrix``."""
+    w = cp.a >= 0
+    a, b = cp.a[w], cp.b[w]
+    Jab, Jba = np.ascontiguousarray(Jab[w]), np.ascontiguousarray(Jba[w])
+    ok, order, parent, edge = _tree(cp, A.shape[0], a, b)
+    if ok:
+        fac = blocktree.factor(A, order, parent, edge, a, Jab, Jba)
+        x = np.ascontiguousarray(rhs).reshape(-1, 6, 1).copy()
+        blocktree.solve(*fac, order, parent, edge, a, Jab, Jba, x)
+        return x.reshape(-1, 6)
     from scipy.sparse.linalg import spsolve
-    return spsolve(general_matrix(A, cp.a, cp.b, Jab, Jba).tocsc(), rhs.ravel()).reshape(-1, 6)
+    return spsolve(blocktree.matrix(A, a, b, Jab, Jba), rhs.ravel()).reshape(-1, 6)
+
+
+def _tree(cp: Couplings, nb: int, a, b):
+    """``blocktree.tree`` of the couplings between bodies, cached on the couplings (``turns``
+    solves several times a step)."""
+    got = cp.__dict__.get("_tree_cache")
+    if got is None or got[0] != nb:
+        got = (nb, blocktree.tree(nb, a, b))
+        object.__setattr__(cp, "_tree_cache", got)
+    return got[1]
 
 
 def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER):

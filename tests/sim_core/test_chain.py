@@ -110,7 +110,7 @@ def test_newton_derivative_matches_finite_differences():
                                        st.V, theta, T, A, b)
     J = blk.A.copy()
     Jab, Jba = couplings.newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, st.R_wb, e, st.V, Vn, theta, T, J)
-    Jd = couplings.general_matrix(J, cp.a, cp.b, Jab, Jba).toarray()
+    Jd = blocktree.matrix(J, cp.a, cp.b, Jab, Jba).toarray()
     h = 1e-6 * np.abs(Vn).max()
     fd = np.empty_like(Jd)
     for q in range(Vn.size):
@@ -140,9 +140,9 @@ def test_tree_solve_matches_a_sparse_lu():
         Ja = np.concatenate([Jab, rng.normal(size=(cc - c, 6, 6))])
         Jb = np.concatenate([Jba, rng.normal(size=(cc - c, 6, 6))])
         x = couplings.block_solve(cp, A, Ja, Jb, rhs)
-        ref = spsolve(couplings.general_matrix(A, aa, bb, Ja, Jb).tocsc(), rhs.ravel())
+        ref = spsolve(blocktree.matrix(A, aa, bb, Ja, Jb).tocsc(), rhs.ravel())
         assert np.abs(x.ravel() - ref).max() <= TREE_TOL * np.abs(ref).max()
-    assert couplings._forest(cp, nb) is None
+    assert not blocktree.tree(nb, aa[aa >= 0], bb[aa >= 0])[0]    # the loop: the sparse LU solved it
 def test_rigid_kernel_matches_its_numpy_reference():
     model, st = chain.build(4)
     st = _shaken(model, st)
