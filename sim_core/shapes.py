@@ -234,8 +234,13 @@ KINDS = {c.kind: c for c in (Nodes, SDF, Pins, Holes, Sphere, Plane, Capsule, Cy
 def pose(state: State, body: int) -> BodyPose:
     """The pose of `body` at a state; the world's (identity, at rest) for WORLD."""
     if body == WORLD:
-        return BodyPose(state.t, np.zeros(3), np.eye(3), np.zeros(6))
+        return BodyPose(state.t, _ORIGIN, _IDENTITY, _AT_REST)
     return state.body(body)
+
+
+_ORIGIN, _IDENTITY, _AT_REST = np.zeros(3), np.eye(3), np.zeros(6)     # the world's pose (read-only)
+for _a in (_ORIGIN, _IDENTITY, _AT_REST):
+    _a.flags.writeable = False
 
 
 def frame_w(shape: Shape, at: BodyPose) -> tuple[np.ndarray, np.ndarray]:

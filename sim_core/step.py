@@ -32,7 +32,7 @@ import numpy as np
 
 from sim_core import shapes
 from sim_core.collision import detectors as collision
-from sim_core.contact import body_body, clustering, cspace, frames, materials
+from sim_core.contact import body_body, clustering, cspace, frames, materials, solver_sor
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import blocktree, couplings, pmi
 from sim_core.systems import rigid
@@ -337,11 +337,13 @@ def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: 
 def start(model: Model, state: State) -> State:
     """A start state made whole: each system's sub-state at the bodies' start poses (the arm:
     the configuration holding its body, at rest, no controller latch yet).  It also loads the
-    kernel a step first calls from Python only later in a run (``pmi.advance``, the edge
-    prediction's look-ahead, ``detection.predict``): a cached kernel is loaded on its first
-    call, ~10 ms, which would land in a step mid-run (the peg's step 31) instead of here."""
+    kernels a step first calls from Python only later in a run (``pmi.advance``, the edge
+    prediction's look-ahead, ``detection.predict``; the warm start's node match at the second
+    step in contact): a cached kernel is loaded on its first call, ~10 ms, which would land in
+    a step mid-run (the peg's step 31) instead of here."""
     if model.n_bodies:
         pmi.advance(state.p_w[0], state.R_wb[0], state.V[0], state.V[0], float(model.dt))
+        solver_sor.warm_start_kernels()
     if not model.systems:
         return state
     return replace(state, systems=tuple(s.start(model, state) for s in model.systems))

@@ -644,8 +644,11 @@ def fold(A_p, b_p, S, r, C, fixed=None, v_fix=None):
     """(A_eff, b_eff, Folded): block a (S, r), coupled to block p by C = A_ap, eliminated into
     p (module docstring); coordinates ``fixed`` of a held at ``v_fix``."""
     na = S.shape[0]
-    fixed = np.zeros(na, bool) if fixed is None else fixed
     v_fix = np.zeros(na) if v_fix is None else v_fix
+    if fixed is None or not fixed.any():        # nothing held: the same arithmetic, no gathers
+        nC = -C
+        X = np.linalg.solve(S, np.column_stack([nC, r]))
+        return A_p - nC.T @ X[:, :-1], b_p + nC.T @ X[:, -1], Folded(X, np.ones(na, bool), v_fix)
     f, F = ~fixed, fixed
     S_ff = S[np.ix_(f, f)]
     r_f = r[f] - S[np.ix_(f, F)] @ v_fix[F]

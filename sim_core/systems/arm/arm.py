@@ -81,6 +81,7 @@ class Arm:
         self.tcp = self.model.getFrameId("tcp")
         self.flange = self.model.getFrameId("flange")
         self.nv = self.model.nv
+        self._upper = np.triu(np.ones((self.nv, self.nv), bool))   # M's entries crba fills
         self.gripper_joint = gripper_joint
         self.base_R = np.eye(3) if base_R is None else np.asarray(base_R, float)
         self.base_p = np.zeros(3) if base_p is None else np.asarray(base_p, float)
@@ -109,8 +110,8 @@ class Arm:
 
     # --- dynamics and kinematics ----------------------------------------------------------------
     def mass(self, q) -> np.ndarray:
-        M = self.pin.crba(self.model, self.data, q)
-        return np.triu(M) + np.triu(M, 1).T
+        M = self.pin.crba(self.model, self.data, q)      # the upper triangle filled
+        return np.where(self._upper, M, M.T)
 
     def coriolis(self, q, v) -> np.ndarray:
         return self.pin.computeCoriolisMatrix(self.model, self.data, q, v).copy()

@@ -117,7 +117,7 @@ def _cartesian(arm, q, v, T, R_set, p_set, V_set, gains, frame):
     J = arm.tcp_jacobian(q, frame)
     e = pose_error(R, p, R_set, p_set)
     for sl, cap in ((slice(0, 3), gains.max_error[0]), (slice(3, 6), gains.max_error[1])):
-        n = float(np.linalg.norm(e[sl]))
+        n = math.sqrt(float(e[sl].dot(e[sl])))       # np.linalg.norm's arithmetic, without its checks
         if n > cap:
             e[sl] *= cap / n
     G = gains.K * T / 2 + gains.D                              # (6,)
@@ -145,9 +145,12 @@ def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8, acti
         Bf = np.where(sat[:, None], 0.0, B)
         K = A + Bf
         rhs = rhs0 + np.where(sat, tau_sat, tau0)
-        free = ~fixed
-        v1 = v_fix.copy()
-        v1[free] = np.linalg.solve(K[np.ix_(free, free)], rhs[free] - K[np.ix_(free, fixed)] @ v_fix[fixed])
+        if fixed.any():
+            free = ~fixed
+            v1 = v_fix.copy()
+            v1[free] = np.linalg.solve(K[np.ix_(free, free)], rhs[free] - K[np.ix_(free, fixed)] @ v_fix[fixed])
+        else:                        # no joint held: the same solve without the gathers
+            v1 = np.linalg.solve(K, rhs)
         tau = np.where(sat, tau_sat, tau0 - B @ v1)
         a1 = a + 0.5 * T * (v + v1)
         over, under = a1 > arm.q_max, a1 < arm.q_min
@@ -163,7 +166,8 @@ def solve_limited(arm, q, v, T, A, b, tau0, B, extra=None, passes: int = 8, acti
         fixed |= new_fix
         sat |= new_sat
         tau_sat = np.where(sat, np.clip(tau, -arm.tau_max, arm.tau_max), 0.0)
-    tau = np.where(fixed, np.clip(tau0 - B @ v1, -arm.tau_max, arm.tau_max), tau)
+    if fixed.any():
+        tau = np.where(fixed, np.clip(tau0 - B @ v1, -arm.tau_max, arm.tau_max), tau)
     if active is not None:
         active.update(fixed=fixed, v_fix=v_fix, sat=sat, tau_sat=tau_sat)
     return v1, tau

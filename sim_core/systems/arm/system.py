@@ -12,6 +12,7 @@ speed limits are an active set from a contact-free coupled pre-solve (``control.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -111,7 +112,7 @@ class ArmSystem:
         S = S_free + np.where(sat[:, None], 0.0, B)
         r_a = r_a_free + np.where(sat, act["tau_sat"], tau0)
         blocks.A[i], blocks.b[i], folded = couplings.fold(A_p, b_p, S, r_a, C, fixed, v_fix)
-        return ArmFold(folded, sat, act["tau_sat"], tau0, B, float(np.linalg.norm(e[:3])), home, turn)
+        return ArmFold(folded, sat, act["tau_sat"], tau0, B, math.sqrt(float(e[:3].dot(e[:3]))), home, turn)
 
     def advance(self, model, sub: ArmState, fd: ArmFold, V_next, dt: float):
         """The joints after the step, and the step's motor torques and grasp error."""

@@ -311,3 +311,26 @@ def test_a_wedge_converges_within_the_shipped_sweeps(mu):
     assert lam[:6, 0].sum() * math.sin(math.radians(WEDGE_DEG)) > 0.5 * 20.0   # the wedge carries the push
     plain = S.sor_with(*args, 0)          # the test can fail: 0.46 / 0.095 N from the solution
     assert plain[3] == SHIPPED_SWEEPS and plain[4] > 1e4 * SHIPPED_TOL, plain[3:5]
+
+
+def test_node_warm_start_kernel_matches_the_numpy_form():
+    """``_same_nodes`` (numba) against the sort / search / einsum form it replaced, bitwise,
+    on keys with misses, another body's nodes and a reordered previous step."""
+    rng = np.random.default_rng(7)
+    prev_nodes = rng.choice(5000, 900, replace=False)
+    prev_body = rng.integers(0, 3, 900)
+    key_prev = prev_body * S.NODE_KEY + prev_nodes
+    now = np.concatenate([rng.permutation(key_prev)[:700], S.NODE_KEY * 3 + rng.integers(0, 50, 150)])
+    m = now.size
+    Cf = rng.normal(size=(m, 3, 3))
+    f_w = rng.normal(size=(900, 3))
+    got = np.zeros((m, 3))
+    S._same_nodes(key_prev, now, Cf, f_w, got)
+    want = np.zeros((m, 3))
+    order = np.argsort(key_prev, kind="stable")
+    j = order[np.minimum(np.searchsorted(key_prev[order], now), len(order) - 1)]
+    near = key_prev[j] == now
+    want[near] = np.einsum("mji,mj->mi", Cf[near], f_w[j[near]])
+    want[:, 0] = np.maximum(want[:, 0], 0.0)
+    assert near.sum() == 700
+    assert np.array_equal(got, want)
