@@ -1,7 +1,7 @@
 """Seed 001's bouncing ball report: Fig. 3 (the first contact at five restitutions), Fig. 4
 (energy at restitution 1 against semi-implicit Euler) and requested vs measured restitution.
 
-    python bench/bouncing_ball.py --out DIR [--contact-dt 2e-6] [--euler-dt 1e-4]
+    python bench/bouncing_ball.py --out DIR [--contact-dt 2e-6] [--euler-dt 1e-5]
                                   [--dt-max 0.128] [--bounces 10]
 
 tightsim's runs are `sim_core.scenarios.bouncing_ball.drop` (the seed's ball: m = 1 kg,
@@ -47,7 +47,7 @@ from bench.peers import GRAVITY, MASS, RADIUS, STIFFNESS, Z0  # noqa: E402
 
 RESTITUTIONS = (0.2, 0.4, 0.6, 0.8, 1.0)
 COLOURS = ((30, 40, 160), (40, 130, 200), (40, 160, 60), (230, 150, 20), (210, 30, 30))
-EULER_STEPS = (1e-6, 3e-5, 1e-4)   # s: the Euler comparison at finer steps, printed only
+EULER_STEPS = (1e-6, 3e-5, 1e-4)   # s: the Euler comparison at other steps, printed only
 BOUNCE_PERIOD = 2.0 * np.sqrt(2.0 * (Z0 - RADIUS) / GRAVITY)   # s, flight between bounces at e = 1
 
 

@@ -133,6 +133,8 @@ DEFAULT_ENGINES = tuple(ENGINES)
 
 
 def installed(module: str) -> bool:
+    if module in sys.modules:
+        return True
     try:
         return importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:                       # a parent package is missing
