@@ -212,12 +212,14 @@ def _check_material(where: str, table: Any, contact: dict) -> dict:
             out[k] = _check_value(f"{where}.{k}", SCHEMA["contact"][k], v)
         elif k in own:
             p = own[k]
-            out[k] = _check_value(f"{where}.{k}", Field("float", lo=p.lo, hi=p.hi, unit=p.unit), v)
+            out[k] = _check_value(f"{where}.{k}", Field(p.kind, lo=p.lo, hi=p.hi, gt=p.gt, unit=p.unit), v)
         else:
             raise ConfigError(f"{where}.{k}: unknown key (known: {', '.join([*MATERIAL_KEYS, *own])})")
     for k in MATERIAL_KEYS:
         out.setdefault(k, contact[k])
     for k in own:
+        if k not in out and own[k].default is not None:
+            out[k] = own[k].default
         if k not in out:
             raise ConfigError(f"{where}.{k}: required key missing (a parameter of law {law!r})")
     return out

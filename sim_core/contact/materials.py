@@ -32,11 +32,14 @@ from sim_core.types import ContactPair, ContactParams, Contacts, Material, Model
 
 @dataclass(frozen=True)
 class LawParam:
-    """One parameter of a contact law: its bounds (inclusive), unit and meaning."""
-    lo: float
+    """One parameter of a contact law: its bounds (inclusive; `gt` exclusive), unit and meaning."""
+    lo: float | None
     hi: float
     unit: str
     doc: str
+    gt: float | None = None        # exclusive lower bound (a stiffness, a restitution: > 0)
+    default: float | None = None   # None: the [materials.NAME] table must give it
+    kind: str = "float"            # "int": a choice by number (the compliant law's model)
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,38 @@ LAWS: dict[str, Law] = {
         doc="rigid contact: Signorini with the penetration push-out, Coulomb's cone with maximum "
             "dissipation (seed 000 eqs. (2), (3), (7))",
         params={}, solvers=("sor", "pgs")),
+    "compliant": Law(
+        doc="seed 001's spring-damper normal force (contact.compliant), analytic over the step "
+            "(contact.compliant_stage); Coulomb friction with that normal force held",
+        params={
+            "stiffness": LawParam(None, 1e15, "N/m", "K of the spring (N/m^1.5 for model 3)", gt=0.0),
+            "restitution": LawParam(None, 1.0, "", "coefficient of restitution e, (0, 1]: the damping "
+                                    "from seed 001 eq. (10)", gt=0.0),
+            "model": LawParam(0, 3, "", "0 Kelvin-Voigt (may pull: rebound ratio e exactly), 1 Kelvin-Voigt "
+                              "clamped at zero force, 2 Hunt-Crossley (n = 1), 3 Hunt-Crossley Hertz (n = 1.5)",
+                              default=0, kind="int"),
+        }, solvers=("sor", "pgs")),
 }
+
+
+def law_param(material: Material, name: str) -> float:
+    """A law parameter of a material (its default where the table left it out)."""
+    for k, v in material.law_params:
+        if k == name:
+            return v
+    p = LAWS[material.law].params[name]
+    if p.default is None:
+        raise KeyError(f"material has no {name!r}")
+    return float(p.default)
+
+
+def compliant_pairs(model: Model) -> np.ndarray:
+    """(P,) bool: the pairs whose material's law is "compliant" (cached on the constant model)."""
+    got = model.__dict__.get("_compliant_cache")
+    if got is None:
+        got = np.array([material_of(model.contact, p).law == "compliant" for p in model.pairs], bool)
+        object.__setattr__(model, "_compliant_cache", got)
+    return got
 
 
 def material_of(params: ContactParams, pair: ContactPair) -> Material:
