@@ -52,7 +52,8 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking"), doc="which task metrics apply"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball"),
+                      doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
                     doc="physics step T (0.1 ms .. 1 s; at most 10 million steps a run)"),

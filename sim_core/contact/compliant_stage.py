@@ -89,32 +89,65 @@ def touchdown(d: float, u: float, a: float, T: float) -> float:
     return t if t <= T else math.inf
 
 
-def motion(K: float, e: float, law: int, m: float, F: float, d: float, u: float, T: float):
-    """The normal motion over a step of length T of a contact with gap d (m) and gap rate u
-    (m/s) at its start, effective mass m, constant force F pressing in: (J N s the normal
-    impulse, gap at T m, gap rate at T m/s, t_touch s, t_end s (the contact's end from the
-    step's start; inf: lasts beyond T))."""
-    a = -F / m                               # the gap's acceleration without contact force
-    tc = touchdown(d, u, a, T)
-    if not math.isfinite(tc):                # no contact in this step: free flight
-        return 0.0, d + u * T + 0.5 * a * T * T, u + a * T, math.inf, math.inf
-    d0, v0 = max(-d, 0.0), -(u + a * tc)
-    rest = T - tc
+MAX_EPISODES = 64         # contact episodes within one step (a long step over small bounces); a
+                          # ball coming to rest under gravity stays in contact, so no Zeno chain
+
+
+def reclose(d: float, u: float, a: float, T: float) -> float:
+    """s in (0, T]: after a contact ended (gap d ~ 0 or < 0, opening), the time the gap
+    d + u t + a t^2 / 2 next reaches 0 while closing (inf: not within T)."""
+    if a >= 0.0:
+        return math.inf
+    disc = u * u - 2.0 * a * d
+    if disc < 0.0:
+        return math.inf
+    t = (-u - math.sqrt(disc)) / a           # the larger root (a < 0): the gap closing
+    return t if 0.0 < t <= T else math.inf
+
+
+def _episode(K, e, law, m, F, d0, v0, rest):
+    """One contact from (delta d0, rate v0) over at most `rest` s: (J, delta, delta', t_in, ended)."""
     if law in (compliant.KELVIN_VOIGT, compliant.KELVIN_VOIGT_CLAMPED):
         kv = compliant.kelvin_voigt(m, K, e, F, d0, v0, clamped=law == compliant.KELVIN_VOIGT_CLAMPED)
         ts = kv.separation_time()
         J, t_in, dd, vv = kv.impulse(rest)
-    else:
-        n = compliant.EXPONENT[law]
-        v_in = math.sqrt(max(v0, 0.0) ** 2 + 2.0 * K * d0 ** (n + 1.0) / ((n + 1.0) * m))  # touchdown speed
-        c = compliant.hunt_crossley_alpha(e) / v_in if v_in > 0.0 else 0.0
-        J, t_in, dd, vv, _ = compliant.hc_motion(m, K, c, n, F, d0, v0, rest)
-        ts = t_in if t_in < rest else math.inf
-    tau = rest - t_in                        # free flight after the contact ended
-    gap = -dd - vv * tau + 0.5 * a * tau * tau
-    rate = -vv + a * tau
-    end = tc + ts if math.isfinite(ts) else math.inf
-    return J, gap, rate, tc, end
+        return J, dd, vv, t_in, ts <= rest
+    n = compliant.EXPONENT[law]
+    v_in = math.sqrt(max(v0, 0.0) ** 2 + 2.0 * K * d0 ** (n + 1.0) / ((n + 1.0) * m))  # touchdown speed
+    c = compliant.hunt_crossley_alpha(e) / v_in if v_in > 0.0 else 0.0
+    J, t_in, dd, vv, _ = compliant.hc_motion(m, K, c, n, F, d0, v0, rest)
+    return J, dd, vv, t_in, t_in < rest
+
+
+def motion(K: float, e: float, law: int, m: float, F: float, d: float, u: float, T: float):
+    """The normal motion over a step of length T of a contact with gap d (m) and gap rate u
+    (m/s) at its start, effective mass m, constant force F pressing in: (J N s the normal
+    impulse, gap at T m, gap rate at T m/s, t_touch s, t_end s (the first contact's end from
+    the step's start; inf: lasts beyond T)).  A contact that ends inside the step flies
+    freely and may land again within it (up to ``MAX_EPISODES``)."""
+    a = -F / m                               # the gap's acceleration without contact force
+    tc = touchdown(d, u, a, T)
+    if not math.isfinite(tc):                # no contact in this step: free flight
+        return 0.0, d + u * T + 0.5 * a * T * T, u + a * T, math.inf, math.inf
+    t, J = tc, 0.0
+    d0, v0 = max(-d, 0.0), -(u + a * tc)
+    first_end = math.inf
+    for _ in range(MAX_EPISODES):
+        Ji, dd, vv, t_in, ended = _episode(K, e, law, m, F, d0, v0, T - t)
+        J += Ji
+        t += t_in
+        if not ended or t >= T:
+            return J, -dd, -vv, tc, first_end
+        if not math.isfinite(first_end):
+            first_end = t
+        gap, rate = -dd, -vv
+        fly = reclose(gap, rate, a, T - t)
+        if not math.isfinite(fly):           # free flight to the step's end
+            tau = T - t
+            return J, gap + rate * tau + 0.5 * a * tau * tau, rate + a * tau, tc, first_end
+        t += fly
+        d0, v0 = 0.0, -(rate + a * fly)
+    raise RuntimeError(f"compliant contact: more than {MAX_EPISODES} bounces in one step of {T:g} s")
 
 
 def normal_problems(model, state, c, blk, dt: float) -> list[tuple]:
