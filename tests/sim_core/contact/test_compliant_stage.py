@@ -1,0 +1,68 @@
+"""The compliant law in the step (``contact.compliant_stage``): friction with the normal force
+held, the ball at rest, and the step length the policy picks (``dynamics.variable_step``)."""
+import math
+
+import numpy as np
+import pytest
+
+from sim_core import step as step_mod
+from sim_core.contact import compliant
+from sim_core.dynamics import variable_step
+from sim_core.scenarios import bouncing_ball as bb
+from sim_core.types import State
+
+MU = 0.3
+T = 0.01                   # s
+REST = bb.MASS * bb.GRAVITY / bb.STIFFNESS   # m, the static penetration under gravity
+SLIP_TOL = 1e-12           # m/s: the sliding ball's loss mu g T is exact (rounding only)
+
+
+def resting(vx: float, mat):
+    model, _ = bb.world(mat, T)
+    V = np.zeros((1, 6))
+    V[0, 0] = vx
+    return model, State(0.0, np.array([[0.0, 0.0, bb.RADIUS - REST]]), np.eye(3)[None].copy(), V)
+
+
+def test_sliding_ball_loses_mu_g_T():
+    """A ball resting at its static penetration and sliding at 1 m/s: Coulomb friction with the
+    normal force m g held takes mu g T of its speed per step, and spins it up by mu m g r T / I."""
+    model, st = resting(1.0, bb.compliant_material(0.5, friction=MU))
+    nxt, info = step_mod.step(model, st, bb._still(), T)
+    assert nxt.V[0, 0] == pytest.approx(1.0 - MU * bb.GRAVITY * T, abs=SLIP_TOL)
+    lever = bb.RADIUS - REST / 2                    # the contact point: midway through the overlap
+    assert abs(nxt.V[0, 4]) == pytest.approx(MU * bb.MASS * bb.GRAVITY * lever * T / bb.INERTIA, rel=1e-9)
+    assert nxt.p_w[0, 2] == pytest.approx(st.p_w[0, 2], abs=1e-15)   # still at rest vertically
+    assert info.forces_w[0, 2] == pytest.approx(bb.MASS * bb.GRAVITY, rel=1e-9)
+
+
+def test_ball_at_rest_stays():
+    model, st = resting(0.0, bb.compliant_material(0.5))
+    for _ in range(5):
+        st, _ = step_mod.step(model, st, bb._still(), 0.128)
+    assert st.p_w[0, 2] == pytest.approx(bb.RADIUS - REST, abs=1e-15)
+    assert abs(st.V[0, 2]) < 1e-12
+
+
+def test_policy_lands_on_touchdown_and_leaves_at_separation():
+    """Free fall at dt_max, the step cut where the gap reaches zero (CCD, Fig. 2a), then to the
+    deepest point and to the analytic separation time (Fig. 2b)."""
+    e = 0.6
+    model, st = bb.world(bb.compliant_material(e, band=bb.compliant_band(0.128)), 0.128)
+    inp = bb._still()
+    v_td = math.sqrt(2 * bb.GRAVITY * (bb.HEIGHT - bb.RADIUS))
+    t_td = v_td / bb.GRAVITY
+    t = 0.0
+    while t < t_td - 0.128:
+        assert variable_step.next_dt(model, st, inp, 0.128) == 0.128
+        st, _ = step_mod.step(model, st, inp, 0.128)
+        t += 0.128
+    dt = variable_step.next_dt(model, st, inp, 0.128)
+    assert st.t + dt == pytest.approx(t_td, rel=1e-12)
+    st, _ = step_mod.step(model, st, inp, dt)
+    kv = compliant.kelvin_voigt(bb.MASS, bb.STIFFNESS, e, bb.MASS * bb.GRAVITY, 0.0, -st.V[0, 2])
+    dt1 = variable_step.next_dt(model, st, inp, 0.128)
+    assert dt1 == pytest.approx(kv.max_penetration()[0], rel=1e-9)
+    dt2 = variable_step.next_dt(model, step_mod.step(model, st, inp, dt1)[0], inp, 0.128)
+    assert dt1 + dt2 == pytest.approx(kv.separation_time(), rel=1e-9)
+    assert variable_step.next_dt(model, st, inp, 0.128, split=False) == pytest.approx(kv.separation_time(), rel=1e-12)
