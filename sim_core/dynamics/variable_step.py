@@ -25,7 +25,7 @@ What the seed leaves vague, and what is done here:
   with it as the step does;
 * **several contacts**: the events of every compliant contact are predicted one by one
   (others' forces not counted) and the step ends at the earliest; in the step they are
-  coupled by Jacobi passes (``compliant_stage``);
+  coupled by Gauss-Seidel passes (``compliant_stage``);
 * **friction** does not set the step: the normal force is held while the tangential force is
   solved (``compliant_stage``); the tangential motion is PMI's.
 """

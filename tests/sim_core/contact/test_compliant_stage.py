@@ -66,3 +66,28 @@ def test_policy_lands_on_touchdown_and_leaves_at_separation():
     dt2 = variable_step.next_dt(model, step_mod.step(model, st, inp, dt1)[0], inp, 0.128)
     assert dt1 + dt2 == pytest.approx(kv.separation_time(), rel=1e-9)
     assert variable_step.next_dt(model, st, inp, 0.128, split=False) == pytest.approx(kv.separation_time(), rel=1e-12)
+
+
+def test_two_contacts_hold_a_ball_in_a_groove():
+    """Two compliant planes at +-30 deg: the Gauss-Seidel passes give each m g / (2 cos 30 deg)
+    and the ball comes to rest at its static depth."""
+    from sim_core.math.so3 import rot_axis_angle
+    from sim_core.shapes import Plane, Sphere
+    from sim_core.types import WORLD, ContactPair, Drive, Model, RigidBody
+    c30 = math.cos(math.radians(30))
+    mat = bb.compliant_material(0.5)
+    shapes = (Plane(name="g1", body=WORLD, R_bs=rot_axis_angle([1, 0, 0], math.radians(30))),
+              Plane(name="g2", body=WORLD, R_bs=rot_axis_angle([1, 0, 0], -math.radians(30))),
+              Sphere(name="ball", body=0, radius=bb.RADIUS))
+    model = Model(bodies=(RigidBody("ball", bb.MASS, bb.INERTIA * np.eye(3), np.zeros(3)),), shapes=shapes,
+                  pairs=(ContactPair(2, 0, material=mat), ContactPair(2, 1, material=mat)),
+                  contact=bb.ball_contact(), drive=Drive(np.zeros((1, 6)), np.zeros((1, 6))), dt=T,
+                  gravity=np.array([0.0, 0.0, -bb.GRAVITY]))
+    st = step_mod.start(model, State(0.0, np.array([[0.0, 0.0, bb.RADIUS / c30 + 0.01]]), np.eye(3)[None].copy(),
+                                     np.zeros((1, 6))))
+    for _ in range(100):
+        st, info = step_mod.step(model, st, bb._still(), T)
+    N = bb.MASS * bb.GRAVITY / (2 * c30)
+    assert np.linalg.norm(info.forces_w, axis=1) == pytest.approx([N, N], rel=1e-9)
+    assert st.p_w[0, 2] == pytest.approx((bb.RADIUS - N / bb.STIFFNESS) / c30, abs=1e-12)
+    assert np.abs(st.V[0]).max() < 1e-9
