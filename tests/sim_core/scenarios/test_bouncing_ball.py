@@ -70,3 +70,22 @@ def test_rigid_law_drops_too():
     run = bb.drop(1.0, 0.01, law="complementarity", duration=0.6)
     assert run["z"].min() > 0.5 * bb.RADIUS
     assert run["z"][-1] > bb.RADIUS - 1e-3
+
+
+def test_tightsim_run_bouncing_ball_headless(tmp_path):
+    """`tightsim run bouncing_ball --headless --summary-json F`: apexes, restitution, depth."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
+    out = tmp_path / "summary.json"
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", "bouncing_ball", "--headless", "--duration", "1.5",
+                        "--summary-json", str(out)], capture_output=True, text=True, cwd=root,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0, r.stderr
+    s = json.loads(out.read_text())
+    assert s["restitution_measured"] == pytest.approx(0.8, abs=1e-2) and s["task_target_met"]
+    assert len(s["bounce_apexes_m"]) >= 2 and s["bounce_apexes_m"][0] == 1.0
+    assert "ball_max_penetration_m" in s
