@@ -8,7 +8,9 @@ Per compliant contact i, from PMI's linear system A V+ = b + G^T lambda (A ~ M /
   of the Delassus operator (A^-1 ~ T M^-1).  A's blocks hold the systems folded into the body
   (``System.fold``): for a link of the arm it is the arm's operational-space inertia along
   the normal -- Algorithm 1's "I_eff" -- with nothing more to do.  The bodies' couplings
-  (off-diagonal blocks) are left out of w (block-diagonal A^-1).
+  (off-diagonal blocks) are left out of w (block-diagonal A^-1).  A is PMI's M / T + B + ...:
+  a drive's damper B (and what a system folds in beyond its inertia) enters m_i as B T, so
+  the closed form is exact for a free body (the ball) and first order in B T / m otherwise.
 * **the constant force** pressing along the normal: F_i = m_i (u_k - u_free) / T, with u the
   normal gap rate (G_n V, > 0 opening), u_k at the start and u_free = G_n A^-1 b at the end of
   the step without contact forces (gravity, drive, external wrench: seed 001's "F_ext

@@ -70,8 +70,9 @@ def energy(state: State, material: Material | None = None) -> float:
     e = 0.5 * MASS * float(V[:3] @ V[:3]) + 0.5 * INERTIA * float(V[3:] @ V[3:]) + MASS * GRAVITY * state.p_w[0, 2]
     pen = max(RADIUS - state.p_w[0, 2], 0.0)
     if material is not None and material.law == "compliant":
-        K = dict(material.law_params)["stiffness"]
-        e += 0.5 * K * pen * pen
+        law = dict(material.law_params)
+        n = compliant.EXPONENT.get(int(law["model"]), 1.0)
+        e += law["stiffness"] * pen ** (n + 1.0) / (n + 1.0)
     return float(e)
 
 
@@ -80,15 +81,17 @@ def _still(n: int = 1) -> Inputs:
 
 
 def drop(restitution: float, dt_max: float, law: str = "compliant", duration: float = 3.0, clamped: bool = False,
-         variable: bool = True, split: bool = True) -> dict:
+         variable: bool = True, split: bool = True, model: int | None = None) -> dict:
     """The seed's drop: arrays "t" s, "z" m (centre height), "vz" m/s, "energy" J (kinetic +
     gravity + spring), "contact" (bool: in contact at the step's end or during it), "pen" m
     (penetration at the step's end), "dt" s (each step's length), one entry per state (the
     start first).  law "compliant": Kelvin-Voigt with D from `restitution` (reading (a), or
     (b) when `clamped`), the variable step unless `variable` is False (then fixed dt_max);
-    law "complementarity": today's rigid law at the fixed step dt_max."""
+    law "complementarity": today's rigid law at the fixed step dt_max.  `model`: the compliant
+    law's model (``contact.compliant``: 2, 3 Hunt-Crossley; None: Kelvin-Voigt by `clamped`)."""
     if law == "compliant":
-        mat = compliant_material(restitution, clamped, band=compliant_band(dt_max))
+        K = 1e10 if model == compliant.HUNT_CROSSLEY_HERTZ else STIFFNESS   # N/m^1.5: the same depth scale
+        mat = compliant_material(restitution, clamped, stiffness=K, model=model, band=compliant_band(dt_max))
     elif law == "complementarity":
         mat = Material(0.0, 0.2, BAND, "complementarity")
         variable = False

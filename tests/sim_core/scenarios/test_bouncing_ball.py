@@ -56,6 +56,15 @@ def test_clamped_reading_reports_its_own_restitution():
     assert got > e + 0.05
 
 
+@pytest.mark.parametrize("model", (compliant.HUNT_CROSSLEY, compliant.HUNT_CROSSLEY_HERTZ))
+def test_hunt_crossley_through_the_step(model):
+    """Hunt-Crossley (n = 1, 1.5): c from the touchdown speed, the bounce's ratio e (gravity
+    during the contact aside) and its energy never grows."""
+    run = bb.drop(0.6, DT_MAX, duration=1.5, model=model)
+    assert bb.bounces(run)["restitution"][0] == pytest.approx(0.6, abs=RESTITUTION_TOL)
+    assert np.all(np.diff(run["energy"]) <= 1e-9 * run["energy"][0])
+
+
 def test_fixed_long_step_is_exact_too():
     """Without the policy the step still lands, bounces and leaves inside one 128 ms step."""
     run = bb.drop(1.0, DT_MAX, duration=3.0, variable=False)
