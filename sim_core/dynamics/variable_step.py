@@ -107,6 +107,8 @@ def next_dt(model, state, inp, dt_max: float, split: bool = True) -> float:
 def run(model, state, inputs_at, duration: float, dt_max: float, split: bool = True, on_step=None):
     """Step from `state` for `duration` s with the policy's dt; `inputs_at(t)` the inputs.
     Returns the final state; `on_step(prev, inp, state, info)` after each step."""
+    if not dt_max > 0.0 or not math.isfinite(dt_max):
+        raise ValueError(f"variable_step.run: dt_max must be > 0 s, got {dt_max!r}")
     end = state.t + duration
     while state.t < end - DT_MIN:
         inp = inputs_at(state.t)

@@ -89,6 +89,10 @@ def drop(restitution: float, dt_max: float, law: str = "compliant", duration: fl
     (b) when `clamped`), the variable step unless `variable` is False (then fixed dt_max);
     law "complementarity": today's rigid law at the fixed step dt_max.  `model`: the compliant
     law's model (``contact.compliant``: 2, 3 Hunt-Crossley; None: Kelvin-Voigt by `clamped`)."""
+    if not 0.0 < restitution <= 1.0:
+        raise ValueError(f"drop: restitution must be in (0, 1], got {restitution!r}")
+    if not dt_max > 0.0:
+        raise ValueError(f"drop: dt_max must be > 0 s, got {dt_max!r}")
     if law == "compliant":
         K = 1e10 if model == compliant.HUNT_CROSSLEY_HERTZ else STIFFNESS   # N/m^1.5: the same depth scale
         mat = compliant_material(restitution, clamped, stiffness=K, model=model, band=compliant_band(dt_max))

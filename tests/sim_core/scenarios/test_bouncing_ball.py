@@ -98,3 +98,10 @@ def test_tightsim_run_bouncing_ball_headless(tmp_path):
     assert s["restitution_measured"] == pytest.approx(0.8, abs=1e-2) and s["task_target_met"]
     assert len(s["bounce_apexes_m"]) >= 2 and s["bounce_apexes_m"][0] == 1.0
     assert "ball_max_penetration_m" in s
+
+
+@pytest.mark.parametrize("kw", [dict(restitution=0.0, dt_max=0.1), dict(restitution=1.2, dt_max=0.1),
+                                dict(restitution=0.5, dt_max=0.0), dict(restitution=0.5, dt_max=-0.1)])
+def test_bad_values_say_so(kw):
+    with pytest.raises(ValueError, match="restitution|dt_max"):
+        bb.drop(**kw)
