@@ -91,3 +91,32 @@ def test_two_contacts_hold_a_ball_in_a_groove():
     assert np.linalg.norm(info.forces_w, axis=1) == pytest.approx([N, N], rel=1e-9)
     assert st.p_w[0, 2] == pytest.approx((bb.RADIUS - N / bb.STIFFNESS) / c30, abs=1e-12)
     assert np.abs(st.V[0]).max() < 1e-9
+
+
+def test_two_laws_in_one_world_each_as_alone():
+    """A compliant ball and a rigid ball side by side over one ground: each moves as in its own
+    world (the compliant stage takes its contacts, the configured solver the other's)."""
+    from sim_core.shapes import Plane, Sphere
+    from sim_core.types import WORLD, ContactPair, Drive, Material, Model, RigidBody
+    soft, hard = bb.compliant_material(0.6), Material(0.0, 0.2, bb.BAND, "complementarity")
+    body = RigidBody("ball", bb.MASS, bb.INERTIA * np.eye(3), np.zeros(3))
+    shapes = (Plane(name="ground", body=WORLD), Sphere(name="a", body=0, radius=bb.RADIUS),
+              Sphere(name="b", body=1, radius=bb.RADIUS))
+    g = np.array([0.0, 0.0, -bb.GRAVITY])
+    both = Model(bodies=(body, body), shapes=shapes, pairs=(ContactPair(1, 0, material=soft),
+                                                            ContactPair(2, 0, material=hard)),
+                 contact=bb.ball_contact(), drive=Drive(np.zeros((2, 6)), np.zeros((2, 6))), dt=T, gravity=g)
+    p0 = np.array([[0.0, 0.0, 0.3], [1.0, 0.0, 0.3]])
+    st2 = step_mod.start(both, State(0.0, p0, np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 6))))
+    alone = []
+    for mat in (soft, hard):
+        m1, _ = bb.world(mat, T)
+        alone.append((m1, State(0.0, np.array([[0.0, 0.0, 0.3]]), np.eye(3)[None].copy(), np.zeros((1, 6)))))
+    inp2 = bb._still(2)
+    for _ in range(40):
+        st2, _ = step_mod.step(both, st2, inp2, T)
+        alone = [(m, step_mod.step(m, s, bb._still(), T)[0]) for m, s in alone]
+    assert alone[0][1].V[0, 2] != alone[1][1].V[0, 2]        # both landed, each by its own law
+    for k, (_, s) in enumerate(alone):
+        assert st2.p_w[k, 2] == pytest.approx(s.p_w[0, 2], abs=1e-12)
+        assert st2.V[k, 2] == pytest.approx(s.V[0, 2], abs=1e-12)
