@@ -13,12 +13,13 @@ beta act in the solve, per contact: ``per_contact`` turns the contacts' pair ind
 only numbers per contact, so the same arithmetic runs whether a world has one material or
 many: a uniform mu gives the bitwise result of the scalar it replaced.
 
-The contact **law** is the key of ``LAWS``.  Today there is one, ``complementarity``: rigid
-contact, Signorini's condition with the penetration push-out (``solver_pgs`` module
-docstring) and Coulomb's cone with maximum dissipation (``solver_sor``).  Seed 001's
-compliant contact, a spring-damper normal force with its own stiffness and damping, is the
-next: a ``Law`` row naming its parameters (read from a ``[materials.NAME]`` table, checked
-against ``Law.params``) and the solvers that implement it.
+The contact **law** is the key of ``LAWS``: ``complementarity``, rigid contact, Signorini's
+condition with the penetration push-out (``solver_pgs`` module docstring) and Coulomb's cone
+with maximum dissipation (``solver_sor``); and ``compliant``, seed 001's spring-damper normal
+force (``stiffness``, ``restitution``, ``model``; ``contact.compliant``), solved analytically
+over the step before the configured solver (``contact.compliant_stage``).  A ``Law`` row
+names its parameters (read from a ``[materials.NAME]`` table, checked against
+``Law.params``) and the solvers it runs with.
 """
 from __future__ import annotations
 
