@@ -52,7 +52,8 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking"), doc="which task metrics apply"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball"),
+                      doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
                     doc="physics step T (0.1 ms .. 1 s; at most 10 million steps a run)"),
@@ -212,12 +213,14 @@ def _check_material(where: str, table: Any, contact: dict) -> dict:
             out[k] = _check_value(f"{where}.{k}", SCHEMA["contact"][k], v)
         elif k in own:
             p = own[k]
-            out[k] = _check_value(f"{where}.{k}", Field("float", lo=p.lo, hi=p.hi, unit=p.unit), v)
+            out[k] = _check_value(f"{where}.{k}", Field(p.kind, lo=p.lo, hi=p.hi, gt=p.gt, unit=p.unit), v)
         else:
             raise ConfigError(f"{where}.{k}: unknown key (known: {', '.join([*MATERIAL_KEYS, *own])})")
     for k in MATERIAL_KEYS:
         out.setdefault(k, contact[k])
     for k in own:
+        if k not in out and own[k].default is not None:
+            out[k] = own[k].default
         if k not in out:
             raise ConfigError(f"{where}.{k}: required key missing (a parameter of law {law!r})")
     return out

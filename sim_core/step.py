@@ -12,7 +12,9 @@ It reads as its stages:
 4. **C-space** -- the pair's C-space constraint row, when a network is configured (``cspace``);
 5. **blocks** -- the couplings' terms (``dynamics.couplings``) and each system folded into the
    bodies' blocks (``System.fold``);
-6. **solving** -- the configured solver on the Delassus operator of the contacts, island by
+6. **solving** -- contacts of a compliant pair get seed 001's analytic normal force over the
+   step and a displacement correction (``contact.compliant_stage``); the others, the
+   configured solver on the Delassus operator of the contacts, island by
    island, islands joined by couplings and body-body contacts (``contact.solvers.SOLVERS``,
    ``islands``, ``solve``), each contact with its pair's material (``contact.materials``); an
    island with a contact between two bodies keeps their total momentum (``contact.body_body``);
@@ -32,9 +34,10 @@ import numpy as np
 
 from sim_core import shapes
 from sim_core.collision import detectors as collision
-from sim_core.contact import body_body, clustering, cspace, frames, materials, solver_sor
+from sim_core.contact import body_body, clustering, compliant_stage, cspace, frames, materials, solver_sor
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import blocktree, couplings, pmi
+from sim_core.math.so3 import exp_so3
 from sim_core.systems import rigid
 from sim_core.types import WORLD, Contacts, Inputs, Model, State, Warm
 
@@ -156,6 +159,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget)
     Vn = sol.V.reshape(model.n_bodies, 6)
     p, R = rigid.advance(state, Vn, dt)
+    if sol.shift is not None:              # compliant contacts: the closed form's displacement
+        p, R = compliant_stage.apply_shift(p, R, sol.shift, exp_so3)
     subs, report = [], {}
     for s, sub, fd in zip(model.systems, state.systems, folds):
         nxt_sub, rep = s.advance(model, sub, fd, Vn, dt)
@@ -214,7 +219,12 @@ def _take(c: Contacts, rows: np.ndarray, body: np.ndarray, other: np.ndarray) ->
 def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, row, dt: float):
     """Stage 6: the configured solver per island (``islands``), assembled into one solution.
     `blk` the bodies' blocks (``systems.rigid.Blocks``, the systems and couplings' diagonal
-    terms in), `A_ab` (c,6,6) the couplings' off-diagonal blocks."""
+    terms in), `A_ab` (c,6,6) the couplings' off-diagonal blocks.  Contacts of a compliant
+    pair get seed 001's analytic force first (``contact.compliant_stage``; a world without
+    one never takes that branch)."""
+    soft = compliant_stage.rows(model, c)
+    if soft is not None:
+        return compliant_stage.solve(model, state, c, on, blk, A_ab, row, dt, soft, solve)
     solver = SOLVERS[model.contact.solver]
     other = c.others()
     V_prev = state.V.reshape(-1)

@@ -13,12 +13,13 @@ beta act in the solve, per contact: ``per_contact`` turns the contacts' pair ind
 only numbers per contact, so the same arithmetic runs whether a world has one material or
 many: a uniform mu gives the bitwise result of the scalar it replaced.
 
-The contact **law** is the key of ``LAWS``.  Today there is one, ``complementarity``: rigid
-contact, Signorini's condition with the penetration push-out (``solver_pgs`` module
-docstring) and Coulomb's cone with maximum dissipation (``solver_sor``).  Seed 001's
-compliant contact, a spring-damper normal force with its own stiffness and damping, is the
-next: a ``Law`` row naming its parameters (read from a ``[materials.NAME]`` table, checked
-against ``Law.params``) and the solvers that implement it.
+The contact **law** is the key of ``LAWS``: ``complementarity``, rigid contact, Signorini's
+condition with the penetration push-out (``solver_pgs`` module docstring) and Coulomb's cone
+with maximum dissipation (``solver_sor``); and ``compliant``, seed 001's spring-damper normal
+force (``stiffness``, ``restitution``, ``model``; ``contact.compliant``), solved analytically
+over the step before the configured solver (``contact.compliant_stage``).  A ``Law`` row
+names its parameters (read from a ``[materials.NAME]`` table, checked against
+``Law.params``) and the solvers it runs with.
 """
 from __future__ import annotations
 
@@ -32,11 +33,14 @@ from sim_core.types import ContactPair, ContactParams, Contacts, Material, Model
 
 @dataclass(frozen=True)
 class LawParam:
-    """One parameter of a contact law: its bounds (inclusive), unit and meaning."""
-    lo: float
+    """One parameter of a contact law: its bounds (inclusive; `gt` exclusive), unit and meaning."""
+    lo: float | None
     hi: float
     unit: str
     doc: str
+    gt: float | None = None        # exclusive lower bound (a stiffness, a restitution: > 0)
+    default: float | None = None   # None: the [materials.NAME] table must give it
+    kind: str = "float"            # "int": a choice by number (the compliant law's model)
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,38 @@ LAWS: dict[str, Law] = {
         doc="rigid contact: Signorini with the penetration push-out, Coulomb's cone with maximum "
             "dissipation (seed 000 eqs. (2), (3), (7))",
         params={}, solvers=("sor", "pgs")),
+    "compliant": Law(
+        doc="seed 001's spring-damper normal force (contact.compliant), analytic over the step "
+            "(contact.compliant_stage); Coulomb friction with that normal force held",
+        params={
+            "stiffness": LawParam(None, 1e15, "N/m", "K of the spring (N/m^1.5 for model 3)", gt=0.0),
+            "restitution": LawParam(None, 1.0, "", "coefficient of restitution e, (0, 1]: the damping "
+                                    "from seed 001 eq. (10)", gt=0.0),
+            "model": LawParam(0, 3, "", "0 Kelvin-Voigt (may pull: rebound ratio e exactly), 1 Kelvin-Voigt "
+                              "clamped at zero force, 2 Hunt-Crossley (n = 1), 3 Hunt-Crossley Hertz (n = 1.5)",
+                              default=0, kind="int"),
+        }, solvers=("sor", "pgs")),
 }
+
+
+def law_param(material: Material, name: str) -> float:
+    """A law parameter of a material (its default where the table left it out)."""
+    for k, v in material.law_params:
+        if k == name:
+            return v
+    p = LAWS[material.law].params[name]
+    if p.default is None:
+        raise KeyError(f"material has no {name!r}")
+    return float(p.default)
+
+
+def compliant_pairs(model: Model) -> np.ndarray:
+    """(P,) bool: the pairs whose material's law is "compliant" (cached on the constant model)."""
+    got = model.__dict__.get("_compliant_cache")
+    if got is None:
+        got = np.array([material_of(model.contact, p).law == "compliant" for p in model.pairs], bool)
+        object.__setattr__(model, "_compliant_cache", got)
+    return got
 
 
 def material_of(params: ContactParams, pair: ContactPair) -> Material:

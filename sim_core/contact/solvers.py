@@ -28,6 +28,8 @@ class Solution:
     sweeps: int
     lam_c: float = 0.0             # N, the C-space constraint's force
     budget: np.ndarray | None = None  # (bodies,) J, the push-out budget after the step (``push_out``)
+    shift: np.ndarray | None = None   # (bodies,6) [m world; rad body]: the compliant contacts' displacement
+                                      # correction, added to the poses in integration (``compliant_stage``)
 
 
 def _free(A, b):

@@ -321,6 +321,10 @@ def task_line(fig: dict) -> str:
         return (f"docking             {'seated' if fig['seated'] else 'not seated'}: {fig['pins']} pins, "
                 f"{fig['lateral_offset_m'] * 1e3:.3f} mm off the axis, tilt {fig['tilt_deg']:.3f} deg, "
                 f"{fig['height_to_seat_m'] * 1e3:.3f} mm to go ({verdict})")
+    if "restitution_measured" in fig:
+        return (f"bounces             restitution {fig['restitution_measured']:.4f} (requested "
+                f"{fig['restitution_requested']:.4f}), {len(fig['bounce_apexes_m']) - 1} apexes, deepest "
+                f"{fig['ball_max_penetration_m'] * 1e6:.1f} um ({verdict})")
     if "insertion_depth_m" in fig:
         return f"insertion depth     {fig['insertion_depth_m'] * 1e3:.2f} mm ({verdict})"
     if fig["advance_per_rev_m"] is None:

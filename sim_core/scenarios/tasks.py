@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.scenarios import docking, mesh_parts
+from sim_core.scenarios import bouncing_ball, docking, mesh_parts
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,7 @@ TASKS: dict[str, Task] = {
     "peg_in_hole": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.peg_figures),
     "docking": Task(build=docking.build, dims=_docking_dims, figures=docking.task_figures,
                     set_point=docking.com_part, meshes=docking.meshes),
+    "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures),
 }
 
 

@@ -48,8 +48,19 @@ BAD = {
                               "materials.oiled.friction", "must be >= 0"),
     "material unknown key": (lambda g: g + "\n[materials.oiled]\nstiffness = 1e5\n",
                              "materials.oiled.stiffness", "unknown key"),
-    "material unknown law": (lambda g: g + '\n[materials.oiled]\nlaw = "compliant"\n',
+    "material unknown law": (lambda g: g + '\n[materials.oiled]\nlaw = "spring"\n',
                              "materials.oiled.law", "unknown contact law"),
+    # seed 001's compliant law: its stiffness and restitution checked where they are read
+    "compliant negative stiffness": (lambda g: g + '\n[materials.soft]\nlaw = "compliant"\nstiffness = -1e6\n'
+                                     'restitution = 0.5\n', "materials.soft.stiffness", "must be > 0"),
+    "compliant restitution zero": (lambda g: g + '\n[materials.soft]\nlaw = "compliant"\nstiffness = 1e6\n'
+                                   'restitution = 0.0\n', "materials.soft.restitution", "must be > 0"),
+    "compliant restitution above one": (lambda g: g + '\n[materials.soft]\nlaw = "compliant"\nstiffness = 1e6\n'
+                                        'restitution = 1.5\n', "materials.soft.restitution", "must be <= 1"),
+    "compliant stiffness missing": (lambda g: g + '\n[materials.soft]\nlaw = "compliant"\nrestitution = 0.5\n',
+                                    "materials.soft.stiffness", "required key missing"),
+    "compliant model unknown": (lambda g: g + '\n[materials.soft]\nlaw = "compliant"\nstiffness = 1e6\n'
+                                'restitution = 0.5\nmodel = 7\n', "materials.soft.model", "must be <= 3"),
     "pair of no material": (lambda g: g + '\n[pairs]\n"nut_M48x5/bolt_M48x5" = "oiled"\n',
                             'pairs."nut_M48x5/bolt_M48x5"', "unknown material"),
     "pair name": (lambda g: g + '\n[materials.oiled]\nfriction = 0.05\n[pairs]\nnut = "oiled"\n',
