@@ -52,7 +52,8 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "grinding"), doc="which task metrics apply"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "grinding"),
+                      doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
                     doc="physics step T (0.1 ms .. 1 s; at most 10 million steps a run)"),
@@ -195,8 +196,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "speed": Field("float", 0.02, gt=0.0, hi=1.0, unit="m/s", doc="feed along a pass and a step-over"),
         "turn_rate": Field("float", 0.5, gt=0.0, hi=10.0, unit="rad/s",
                            doc="the tool axis turns at most this fast (step-overs, the bead's crease)"),
-        "approach": Field("float", 0.5, gt=0.0, hi=60.0, unit="s", doc="time down to the first point (and up at the end)"),
-        "clearance": Field("float", 0.003, lo=0.0, hi=0.1, unit="m", doc="start height above the first point, along n"),
+        "approach": Field("float", 0.5, gt=0.0, hi=60.0, unit="s",
+                          doc="time down to the first point (and up at the end)"),
+        "clearance": Field("float", 0.003, lo=0.0, hi=0.1, unit="m",
+                           doc="start height above the first point, along n"),
     },
     "start": {
         "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),
