@@ -173,7 +173,8 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
                 return                       # the session did not start
         res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
                                stalls=[tuple(s) for s in spec.get("physics_stalls", ())],
-                               phys_ring=writer, task=scenario.LiveFigures(model, scen))
+                               phys_ring=writer, task=scenario.LiveFigures(model, scen),
+                               control=None if scen.control is None else scen.control.start())
         if writer is not None:
             writer.close()                   # the spill goes into the ring as the logger takes it
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),

@@ -59,6 +59,8 @@ from sim_core.types import ContactPair, Drive, Inputs, Model, RigidBody, State
 
 TARGET_RMS = 0.05          # the task figure's target: RMS normal-force error / F_set once in contact
 FD_STEP = 1e-4             # s: the set twist is the path's central difference over +-this
+ENGAGE_GAP = 1e-3          # m: by hand, the loop presses while the hand's tip is this close to the
+                           # surface (farther: no offset, the integral frozen -- the hand lifts off)
 
 
 def workpiece(cfg: dict, src: str = "<config>") -> geo.Workpiece:
@@ -210,6 +212,7 @@ class ForceLoop:
         self.integral = 0.0        # m
         self.fn = 0.0              # N, last measured normal force
         self.n = np.array([0.0, 0.0, 1.0])
+        self.engaged = False       # whether the last inputs pressed on the surface (the figure's steps)
         self.t: list = []
         self.force: list = []
         self.on: list = []
@@ -231,6 +234,7 @@ class ForceLoop:
         c, n = sp.path.tip(t)
         self.n = n
         on = sp.path.on_surface(t)
+        self.engaged = on and t < sp.path.path_end
         d = self.offset(dt, on)
         h = FD_STEP
         (ca, na), (cb, nb) = sp.path.tip(t - h), sp.path.tip(t + h)
@@ -239,6 +243,25 @@ class ForceLoop:
         w = np.cross(n, (nb - na) / (2 * h))
         p = c + (L - d) * n
         return self.held(model, state, p, geo.tool_rotation(n), v, w)
+
+    def hand(self, model: Model, state: State, inp: Inputs, dt: float) -> Inputs:
+        """By hand (the real-time session): the hand's set pose (the haptic proxy's) with the same
+        loop's offset along the workpiece's normal under the hand's tip, while that tip is
+        within ``ENGAGE_GAP`` of the surface -- the hand guides, the loop holds the force.  The
+        proxy's own contacts stay at the hand's pose (``app.physics_loop.run``)."""
+        i, sp = self.spec.body, self.spec
+        tip_shape, wp_shape = model.shapes[model.pairs[0].a], model.shapes[model.pairs[0].b]
+        tip = inp.p_set_w[i] + inp.R_set_w[i] @ tip_shape.p_bs
+        q = wp_shape.R_bs.T @ (tip - wp_shape.p_bs)
+        d, g = geo.signed_distance(wp_shape.workpiece, q[None])
+        self.n = wp_shape.R_bs @ g[0]
+        self.engaged = bool(d[0] - tip_shape.radius < ENGAGE_GAP)
+        delta = self.offset(dt, self.engaged) if self.engaged else 0.0
+        if delta == 0.0:
+            return inp
+        P = inp.p_set_w.copy()
+        P[i] = P[i] - delta * self.n
+        return Inputs(P, inp.R_set_w, inp.v_set_w, inp.w_set_w, inp.f_ext)
 
     def held(self, model: Model, state: State, p, R, v, w) -> Inputs:
         i = self.spec.body
@@ -253,7 +276,7 @@ class ForceLoop:
         self.fn = float(info.contact_wrench[i, :3] @ self.n)
         self.t.append(state.t)
         self.force.append(self.fn)
-        self.on.append(self.spec.path.on_surface(state.t - 1e-12) and state.t <= self.spec.path.path_end)
+        self.on.append(self.engaged)
         self.where.append(state.p_w[i].copy())
 
 

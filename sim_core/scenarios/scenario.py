@@ -376,7 +376,7 @@ class LiveFigures:
         return task_fields(self.scen.task, self.figures)
 
 
-TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0}   # SNAPSHOT "task"; 0: no figure yet
+TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0, "grinding": 4.0}   # SNAPSHOT "task"; 0: none yet
 
 
 def task_fields(task: str, fig: dict | None) -> dict:
@@ -390,6 +390,8 @@ def task_fields(task: str, fig: dict | None) -> dict:
         value, aux = fig["height_to_seat_m"], fig["lateral_offset_m"]
     elif task == "peg_in_hole":
         value, aux = fig["insertion_depth_m"], math.nan
+    elif task == "grinding":
+        value, aux = fig["normal_force_rms_error_pct"], fig["normal_force_set_N"]
     else:
         a = fig["advance_per_rev_m"]
         value, aux = (math.nan if a is None else a), fig["revolutions_measured"]
@@ -407,6 +409,10 @@ def hud_text(code: float, value: float, aux: float, met: float) -> str:
         return f"advance {value * 1e3:.3f} mm/rev over {aux:.2f} rev ({verdict})"
     if code == TASK_CODES["peg_in_hole"]:
         return f"insertion {value * 1e3:.2f} mm ({verdict})"
+    if code == TASK_CODES["grinding"]:
+        if not math.isfinite(value):
+            return f"normal force: set {aux:g} N (not pressing yet)"
+        return f"normal force RMS error {value:.1f} % of {aux:g} N ({verdict})"
     if code == TASK_CODES["docking"]:
         return (f"{'seated' if met > 0.5 else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
                 f"offset {aux * 1e3:.2f} mm")
