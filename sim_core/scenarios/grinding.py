@@ -249,7 +249,7 @@ class ForceLoop:
         loop's offset along the workpiece's normal under the hand's tip, while that tip is
         within ``ENGAGE_GAP`` of the surface -- the hand guides, the loop holds the force.  The
         proxy's own contacts stay at the hand's pose (``app.physics_loop.run``)."""
-        i, sp = self.spec.body, self.spec
+        i = self.spec.body
         tip_shape, wp_shape = model.shapes[model.pairs[0].a], model.shapes[model.pairs[0].b]
         tip = inp.p_set_w[i] + inp.R_set_w[i] @ tip_shape.p_bs
         q = wp_shape.R_bs.T @ (tip - wp_shape.p_bs)
