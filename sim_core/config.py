@@ -189,6 +189,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                           doc="force loop: integral gain on the normal-force error"),
         "max_offset": Field("float", 0.005, gt=0.0, hi=0.05, unit="m",
                             doc="force loop: the set pose's offset into the surface at most (anti-windup)"),
+        "offset_rate": Field("float", 0.02, gt=0.0, hi=1.0, unit="m/s",
+                             doc="force loop: the offset changes at most this fast (a touch ramps in)"),
         "spacing": Field("float", 0.004, gt=0.0, hi=0.1, unit="m", doc="arc length between neighbouring passes"),
         "passes": Field("int", 5, lo=1, hi=100, doc="passes parallel to the bead's crest line (zig-zag)"),
         "x_range": Field("vec2", (-0.025, 0.025), lo=-REACH, hi=REACH, unit="m",

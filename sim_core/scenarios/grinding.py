@@ -31,7 +31,9 @@ tool reads, ``StepInfo.contact_wrench``) sets the set pose's offset into the sur
     delta = F_set / K_n + k_p e + k_i sum(e dt),   e = F_set - F_n,
 K_n = n^T diag(K) n the rendered stiffness along n (the feed-forward: a rigid contact under
 the spring K compressed by F_set / K presses with F_set), the integral frozen while the tool is
-off the surface (approach, lift) and delta clamped to ``max_offset`` (anti-windup).  The loop
+off the surface (approach, lift), delta clamped to ``max_offset`` (anti-windup) and changing at
+most ``offset_rate`` (a touch by hand ramps the press in instead of throwing the set pose
+2.5 mm into the surface in one step: the first touch peaked at 28 N without it).  The loop
 lives in the scenario record (``Scenario.control``), not in the physics: ``scenario.simulate``
 asks it for each step's inputs and tells it each step's result; the real-time session's physics
 loop does the same (``app.physics_loop.run``), the hand's proxy replacing the path's tangential
@@ -197,6 +199,7 @@ class ForceControl:
     ki: float                      # m/(N s)
     K: np.ndarray                  # (3,) N/m, the rendered linear stiffness (world axes)
     max_offset: float              # m, |delta| at most
+    rate: float                    # m/s, delta changes at most this fast
     body: int = 0
 
     def start(self) -> ForceLoop:
@@ -213,6 +216,7 @@ class ForceLoop:
         self.fn = 0.0              # N, last measured normal force
         self.n = np.array([0.0, 0.0, 1.0])
         self.engaged = False       # whether the last inputs pressed on the surface (the figure's steps)
+        self.delta = None          # m, the last offset (None: none yet, the first is not slew-limited)
         self.t: list = []
         self.force: list = []
         self.on: list = []
@@ -225,8 +229,12 @@ class ForceLoop:
         e = sp.force - self.fn
         if on_surface:
             self.integral = min(max(self.integral + sp.ki * e * dt, -sp.max_offset), sp.max_offset)
-        d = sp.force / Kn + (sp.kp * e + self.integral if on_surface else 0.0)
-        return min(max(d, -sp.max_offset), sp.max_offset)
+        d = min(max(sp.force / Kn + (sp.kp * e + self.integral if on_surface else 0.0), -sp.max_offset),
+                sp.max_offset)
+        if self.delta is not None:                    # slew-limited: a touch by hand ramps in
+            d = min(max(d, self.delta - sp.rate * dt), self.delta + sp.rate * dt)
+        self.delta = d
+        return d
 
     def inputs(self, model: Model, state: State, dt: float) -> Inputs:
         """This step's set pose and twist of every body (the grinder's from the path and the loop)."""
@@ -256,9 +264,10 @@ class ForceLoop:
         d, g = geo.signed_distance(wp_shape.workpiece, q[None])
         self.n = wp_shape.R_bs @ g[0]
         self.engaged = bool(d[0] - tip_shape.radius < ENGAGE_GAP)
-        delta = self.offset(dt, self.engaged) if self.engaged else 0.0
-        if delta == 0.0:
+        if not self.engaged:                          # the hand lifted off: no offset, ramp in from 0
+            self.delta = 0.0
             return inp
+        delta = self.offset(dt, True)
         P = inp.p_set_w.copy()
         P[i] = P[i] - delta * self.n
         return Inputs(P, inp.R_set_w, inp.v_set_w, inp.w_set_w, inp.f_ext)
@@ -288,7 +297,8 @@ def control(cfg: dict, src: str = "<config>") -> ForceControl:
     except config_mod.ConfigError as e:
         raise config_mod.ConfigError(f"{src}: {e}") from None
     K, _ = drive_gains(cfg)
-    return ForceControl(path, g["normal_force"], g["force_kp"], g["force_ki"], K[:3].copy(), g["max_offset"])
+    return ForceControl(path, g["normal_force"], g["force_kp"], g["force_ki"], K[:3].copy(), g["max_offset"],
+                        g["offset_rate"])
 
 
 def grinder_mass(cfg: dict) -> tuple[float, np.ndarray]:

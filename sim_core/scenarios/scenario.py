@@ -349,8 +349,9 @@ class LiveFigures:
     at 10 Hz).  ``fields()`` packs the latest figure into the snapshot record's task fields
     (``records.SNAPSHOT``); ``hud_text`` reads them back."""
 
-    def __init__(self, model: Model, scen: Scenario, every: int = 10):
+    def __init__(self, model: Model, scen: Scenario, every: int = 10, control=None):
         self.model, self.scen, self.every = model, scen, max(1, int(every))
+        self.control = control         # the task's controller loop in the session (its record: the figure)
         self.axis_w = model.shapes[0].R_ws[:, 2]
         self.n, self.rot = 0, 0.0
         self._t, self._p, self._r = np.empty(256), np.empty((256, 3)), np.empty(256)
@@ -367,7 +368,7 @@ class LiveFigures:
         if self.n % self.every == 0 or self.figures is None:
             n = self.n
             run = RunResult(model=self.model, scen=self.scen, t=self._t[:n], p_w=self._p[:n],
-                            rot_axis=self._r[:n], final=after)
+                            rot_axis=self._r[:n], final=after, control=self.control)
             self.figures = task_figures(run)
         return self.figures
 

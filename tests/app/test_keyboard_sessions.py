@@ -284,8 +284,8 @@ def test_peg_fast_scroll_into_the_bore_and_wobble_do_not_throw_it():
 GRINDING_EVENTS = ([(0.2, "scroll", -2)] + [(1.5 + 0.05 * i, "drag", 10, 0, 1) for i in range(40)]
                    + [(4.5 + 0.05 * i, "drag", -10, 0, 1) for i in range(40)])
 GRINDING_HAND_RMS = 0.05     # of the set force, from 1 s on (the first touch excluded): the force
-                             # loop holds 5 N while the hand slides the tool (measured 2.37 %, 4.69 .. 5.58 N;
-                             # the first touch peaks at 26.8 N)
+                             # loop holds 5 N while the hand slides the tool (measured 2.36 %, 4.69 .. 5.58 N;
+                             # the hand landing at the glide speed peaks at 16.0 N)
 
 
 def test_grinding_by_hand_holds_the_set_force_and_does_not_throw_the_tool():
