@@ -127,3 +127,15 @@ def test_the_whole_path_holds_five_newtons_within_five_percent():
     assert 0.5 * 5.0 < fig["normal_force_min_N"] and fig["normal_force_max_N"] < 2.0 * 5.0
     assert abs(fig["normal_force_mean_N"] - 5.0) < 0.05
     assert np.all(np.isfinite(res.final.p_w))
+
+
+def test_the_law_is_a_config_value_and_an_unknown_one_names_its_key(tmp_path):
+    """The pair's law comes from [materials.aluminium] (the lead sets "compliant" there with its
+    stiffness and restitution keys once the law is in LAWS): a law not in the table is a
+    one-line error naming the file and the key."""
+    text = scenario_path("grinding").read_text().replace('law = "complementarity"', 'law = "no_such_law"')
+    f = tmp_path / "g.toml"
+    f.write_text(text)
+    with pytest.raises(config.ConfigError) as e:
+        config.load(f)
+    assert "\n" not in str(e.value) and "g.toml: materials.aluminium.law: unknown contact law" in str(e.value)
