@@ -104,19 +104,27 @@ def test_the_pair_takes_its_material_by_name():
     assert mat is not None and mat.law == CFG["materials"]["aluminium"]["law"] and mat.friction == 0.3
 
 
-def _run(duration: float):
+def _run(duration: float, on_step=None):
     model, st = scenario.build(CFG)
-    return scenario.simulate(model, scenario.record(CFG), st, duration)
+    return scenario.simulate(model, scenario.record(CFG), st, duration, on_step=on_step)
 
 
-def test_the_first_pass_presses_with_the_set_force():
+def test_the_first_pass_presses_with_the_set_force_and_slides_on_the_friction_cone():
     """Approach and a second of the first pass: 5 N within 5 % RMS once in contact, every
-    contact on the surface (the tip never cuts past the penetration the solver allows)."""
-    res = _run(1.6)
+    contact on the surface (the tip never cuts past the penetration the solver allows), and
+    the tip sliding along the bar at constant feed with friction = mu x normal force
+    (Coulomb, maximum dissipation; measured 0.3000000)."""
+    wrench = []
+    res = _run(1.6, on_step=lambda prev, inp, after, info: wrench.append(info.contact_wrench[0, :3].copy()))
     fig = grinding.force_figures(res.control)
     assert fig["contact_from_s"] is not None and fig["contact_from_s"] < 0.6
     assert fig["normal_force_rms_error_pct"] < 100 * TARGET
     assert max(res.max_pen) < 2e-4                                  # m
+    t, n = np.array(res.control.t), res.control.n
+    F = np.array(wrench)[(t > 1.0)]
+    Fn = F @ n
+    Ft = np.linalg.norm(F - np.outer(Fn, n), axis=1)
+    assert abs(Ft.sum() / Fn.sum() - CFG["materials"]["aluminium"]["friction"]) < 1e-3
 
 
 def test_the_whole_path_holds_five_newtons_within_five_percent():
