@@ -22,7 +22,7 @@ with the defaults): the tool turns about its tip's centre from one face's normal
 (``_step_over``).  Each segment takes the longer of the centre's travel at ``speed`` and the
 normal's turn at ``turn_rate``: with the tool axis along the normal, the COM swings by
 tool_length times the turn, and a turn at the feed's pace (26 deg in 0.2 s up the bead's flank)
-moved it at 0.2 m/s and threw the force to 0 and 15 N.  The set pose is the COM's: tip centre +
+moved it at 0.2 m/s and threw the force to 0 and 14 N (47 % RMS).  The set pose is the COM's: tip centre +
 tool_length n, tool axis along n.
 
 **Force control** (``ForceLoop``): an outer loop on the admittance the arm renders.  The
