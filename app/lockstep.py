@@ -66,7 +66,9 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
     from sim_core.scenarios import scenario
     from sim_core.types import State
 
-    model, state, _ = scenario.load(scenario_name)
+    model, state, cfg = scenario.load(scenario_name)
+    spec = scenario.record(cfg).control
+    control = None if spec is None else spec.start()      # the task's loop, as the session's physics runs it
     h = model.hand_body                                   # the part the hand holds
     p0, R0 = state.p_w[h].copy(), state.R_wb[h].copy()
     state = step_mod.start(model, State(0.0, state.p_w.copy(), state.R_wb.copy(), np.zeros((model.n_bodies, 6))))
@@ -100,7 +102,10 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
                 V = proxy.V
                 inp = physics_loop.held_inputs(model, state, proxy.p_w, proxy.R_wb, V[:3], proxy.R_wb @ V[3:])
                 before = state
-                state, sinfo = step_mod.step(model, state, inp)
+                held = inp if control is None else control.hand(model, state, inp, model.dt)
+                state, sinfo = step_mod.step(model, state, held)
+                if control is not None:
+                    control.measure(state, sinfo)
                 at, found = physics_loop.proxy_contacts(model, before, inp)
                 lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model, h))
                 tr.t.append(state.t)
@@ -120,4 +125,4 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
             dev.close()
         slot.close(unlink=True)
     return tr, {"model": model, "keyboard": kb, "keys": keys, "coupling": coupling, "proxy": proxy,
-                "state": state}
+                "state": state, "control": control}

@@ -118,7 +118,7 @@ def log_ticks(log, records: np.ndarray) -> None:
 
 def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, stop,
         duration: float | None = None, on_step=None, clock=time.perf_counter, phys_ring=None,
-        stalls=(), task=None) -> dict:
+        stalls=(), task=None, control=None) -> dict:
     """Run until `stop` is set (or `duration` of wall time); returns loop statistics.
 
     ``stalls``: [(t s, length s), ...] -- the loop freezes for `length` once its clock passes
@@ -127,6 +127,12 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
 
     ``task``: a ``scenario.LiveFigures``, updated every step; its figure goes into the
     snapshot (the HUD's task line).
+
+    ``control``: the task's controller loop (``scenario.Scenario.control.start()``, grinding's
+    force loop), or None: it adjusts the held body's set pose from the proxy's
+    (``hand(model, state, inputs, T)``) and reads each step's result (``measure``); the
+    proxy's own contacts stay at the proxy's pose, and the log holds the adjusted inputs the
+    step took (replay re-runs the step without the loop).
 
     Logging: either in this loop (``log``: a LogWriter; it also drains the haptic ``ring``)
     or, in a session, by the logger process (``phys_ring``: a ``shm.RingWriter``, one
@@ -157,8 +163,13 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
             h = model.hand_body
             inp = held_inputs(model, state, state.p_w[h], state.R_wb[h], np.zeros(3), np.zeros(3))
         before = state
+        hand = inp
+        if control is not None:
+            inp = control.hand(model, state, hand, T)
         state, info = step_mod.step(model, state, inp)
-        at, found = proxy_contacts(model, before, inp)
+        if control is not None:
+            control.measure(state, info)
+        at, found = proxy_contacts(model, before, hand)
         contact_slot.write(local_contact_array(at, found, model, model.hand_body))
         end = clock()
         misses += int(late + (end - start) > T)

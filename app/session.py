@@ -171,15 +171,18 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
             event(process_logger("physics", ready), "ready", True, "physics loop ready")
             if not wait_for_go(go, stop):
                 return                       # the session did not start
+        loop = None if scen.control is None else scen.control.start()     # the task's loop (grinding)
         res = physics_loop.run(model, state, proxy, contact, snap, None, None, stop, on_step=record,
                                stalls=[tuple(s) for s in spec.get("physics_stalls", ())],
-                               phys_ring=writer, task=scenario.LiveFigures(model, scen))
+                               phys_ring=writer, task=scenario.LiveFigures(model, scen, control=loop),
+                               control=loop)
         if writer is not None:
             writer.close()                   # the spill goes into the ring as the logger takes it
         out.put({"steps": res["steps"], "misses": res["misses"], "periods": res["periods"].tolist(),
                  "works": res["works"].tolist(), "trace": trace,
                  "final": {"p_w": res["final"].p_w[h].tolist(), "R_wb": res["final"].R_wb[h].tolist(),
                            "q": joints(res["final"])[0].tolist()},
+                 "control": None if loop is None else {"t": loop.t, "force": loop.force, "on": loop.on},
                  "dropped": phys_ring.dropped if writer is not None else 0,
                  "spilled": writer.spilled if writer is not None else 0})
     except Exception as e:  # noqa: BLE001 - report it; the main process ends the session
@@ -483,8 +486,12 @@ def _figures(model, scen, ph: dict) -> dict:
     if not tr.get("t") or "final" not in ph:
         return {}
     fin = ph["final"]
+    loop = None
+    if ph.get("control") is not None and scen.control is not None:     # the task loop's record
+        loop = scen.control.start()
+        loop.t, loop.force, loop.on = ph["control"]["t"], ph["control"]["force"], ph["control"]["on"]
     run = scenario.RunResult(model=model, scen=scen, t=tr["t"], p_w=[np.array(p) for p in tr["p_w"]],
-                             rot_axis=tr["rot"],
+                             rot_axis=tr["rot"], control=loop,
                              final=State(tr["t"][-1], np.array(fin["p_w"]), np.array(fin["R_wb"]), np.zeros(6)))
     out = {"max_penetration_m": float(max(tr["max_pen"])), "task": scen.task}
     out.update(scenario.task_figures(run))

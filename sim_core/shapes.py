@@ -16,6 +16,7 @@ body's centre of mass, body axes -- or in the world's: ``R_bs`` (3,3) and ``p_bs
 | ``plane`` | ``Plane`` | the half-space z <= 0 (material below, its face the xy plane); world only |
 | ``capsule`` | ``Capsule`` | the points within ``radius`` of the segment z in [-half_length, half_length] |
 | ``cylinder`` | ``Cylinder`` | the solid cylinder rho <= ``radius``, abs(z) <= ``half_length`` (caps included) |
+| ``workpiece`` | ``Workpiece`` | seed 001 grinding: a bar along x with a weld bead (``geometry.grinding``) |
 
 The node set and the pins are a body's own points: their coordinates are in the body frame
 (``nodes_b``, ``segments_b``) and their frame is the body's (``R_bs`` = I, ``p_bs`` = 0).
@@ -35,6 +36,7 @@ from sim_core.types import WORLD, BodyPose, SignedDistance
 
 if TYPE_CHECKING:
     from sim_core.geometry.docking import HoleBlock, PinPlate
+    from sim_core.geometry.grinding import Workpiece as WorkpieceGeometry
     from sim_core.types import Model, State
 
 
@@ -224,12 +226,23 @@ class Cylinder(Shape):
         return float(np.linalg.norm(self.p_bs)) + math.hypot(self.radius, self.half_length)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Workpiece(Shape):
+    """Seed 001's grinding workpiece (``geometry.grinding.Workpiece``): the union of a bar and a
+    weld bead, two solid cylinders along the shape frame's x axis."""
+    kind: ClassVar[str] = "workpiece"
+    workpiece: WorkpieceGeometry
+
+    def extent(self) -> float:
+        return float(np.linalg.norm(self.p_bs)) + self.workpiece.extent()
+
+
 def _positive(s: Shape, what: str, v: float) -> None:
     if not v > 0.0:
         raise ValueError(f"shape {s.name!r}: {what} must be > 0, got {v}")
 
 
-KINDS = {c.kind: c for c in (Nodes, SDF, Pins, Holes, Sphere, Plane, Capsule, Cylinder)}
+KINDS = {c.kind: c for c in (Nodes, SDF, Pins, Holes, Sphere, Plane, Capsule, Cylinder, Workpiece)}
 
 def pose(state: State, body: int) -> BodyPose:
     """The pose of `body` at a state; the world's (identity, at rest) for WORLD."""

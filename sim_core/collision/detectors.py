@@ -23,6 +23,11 @@ normals.  The kinds (``shapes``):
   ``("sphere", "cylinder")``, ``("capsule", "plane")``, ``("capsule", "capsule")``,
   ``("capsule", "cylinder")`` -- the primitives' closed forms (``collision.analytic``, which
   says exactly what each detects).
+
+* ``("sphere", "workpiece")`` -- a ball (the grinder's tip) against seed 001's grinding
+  workpiece, the union of two cylinders (``geometry.grinding``): the ball against each
+  cylinder by ``analytic.sphere_cylinder``'s closed form, one contact each (key 0: the bar,
+  key 1: the bead), so the crease where the bead meets the bar holds the ball by both.
 """
 from __future__ import annotations
 
@@ -31,7 +36,20 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sim_core.collision import analytic, broadphase, detection, pins
-from sim_core.shapes import SDF, Capsule, Cylinder, Holes, Nodes, Pins, Plane, Shape, Sphere, frame_w, placed
+from sim_core.shapes import (
+    SDF,
+    Capsule,
+    Cylinder,
+    Holes,
+    Nodes,
+    Pins,
+    Plane,
+    Shape,
+    Sphere,
+    Workpiece,
+    frame_w,
+    placed,
+)
 from sim_core.types import BodyPose, ContactParams, Contacts
 
 
@@ -132,6 +150,29 @@ def capsule_cylinder(a: Capsule, b: Cylinder, params, pose, pose_b, dt, laps=Non
                                             b.half_length), a, b, params, pose, pose_b, dt, laps)
 
 
+# the cylinder frame (its z) of a workpiece cylinder (along the workpiece's x): Ry(+90 deg)
+_X_TO_Z = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
+
+
+def sphere_workpiece(a: Sphere, b: Workpiece, params, pose, pose_b, dt, laps=None) -> Detected:
+    """The ball against the bar (key 0) and against the bead (key 1), each exact."""
+    c = frame_w(a, pose)[1]
+    R, p = frame_w(b, pose_b)
+    reach = detection.reach(a, params, pose, dt, b, pose_b)
+    if laps is not None:
+        laps.lap("broadphase")
+    Rc = np.ascontiguousarray(R @ _X_TO_Z)
+    x, n, d, key = np.empty((2, 3)), np.empty((2, 3)), np.empty(2), np.empty(2, np.int64)
+    xk, nk, dk, kk = np.empty((1, 3)), np.empty((1, 3)), np.empty(1), np.empty(1, np.int64)
+    m = 0
+    half = 0.5 * b.workpiece.length
+    for k, (zc, r) in enumerate(b.workpiece.cylinders()):
+        if analytic.sphere_cylinder(c, a.radius, Rc, p + zc * R[:, 2], r, half, reach, xk, nk, dk, kk):
+            x[m], n[m], d[m], key[m] = xk[0], nk[0], dk[0], k
+            m += 1
+    return Detected(Contacts(x[:m], n[:m], d[:m], key[:m]), d[:m].copy(), 1, True)
+
+
 DETECTORS = {
     ("nodes", "sdf"): nodes_sdf,
     ("pins", "holes"): pins_holes,
@@ -142,6 +183,7 @@ DETECTORS = {
     ("capsule", "plane"): capsule_plane,
     ("capsule", "capsule"): capsule_capsule,
     ("capsule", "cylinder"): capsule_cylinder,
+    ("sphere", "workpiece"): sphere_workpiece,
 }
 
 

@@ -55,6 +55,8 @@ class Scenario:
     static_dims: dict              # the static part's dimensions (profiles.*Spec.dimensions)
     moving_dims: dict              # the moving part's
     seat_tolerance: float = 5e-4   # m, docking: a pin's tip this close to its hole's bottom is seated
+    control: object = None         # the task's controller spec (``tasks.Task.control``): it makes the set
+                                   # poses in place of the waypoints; None: the waypoints
 
 
 def record(cfg: dict, src: str = "<config>") -> Scenario:
@@ -71,7 +73,8 @@ def record(cfg: dict, src: str = "<config>") -> Scenario:
                     duration=float(cfg["scenario"]["duration"]),
                     waypoints_t=np.array([w["t"] for w in wps]), waypoints_p=pos, waypoints_rot=rot,
                     static_dims=static_dims, moving_dims=moving_dims,
-                    seat_tolerance=float(cfg["docking"]["seat_tolerance"]))
+                    seat_tolerance=float(cfg["docking"]["seat_tolerance"]),
+                    control=None if task.control is None else task.control(cfg, src))
 
 
 def pair_name(model: Model, k: int) -> str:
@@ -189,6 +192,7 @@ class RunResult:
     fallback: list = field(default_factory=list)       # per step: the clustering's safety net acted
     n_contacts: list = field(default_factory=list)     # detected nodes per step
     arm_q: list = field(default_factory=list)          # the arm's configuration after each step
+    control: object = None                             # the task controller's loop (its record), if any
     wall: float = 0.0
     final: State | None = None
 
@@ -224,10 +228,11 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
     axis_w = model.shapes[0].R_ws[:, 2]
     neural = any(isinstance(s, SDF) and s.sdf is not s.sdf_exact for s in model.shapes)
     rot = 0.0
+    loop = res.control = None if scen.control is None else scen.control.start()
     compiling = compile_watch()          # a first run compiles kernels inside its first steps
     w0 = time.perf_counter()
     for _ in range(n):
-        inp = inputs_at(scen, state.t)
+        inp = inputs_at(scen, state.t) if loop is None else loop.inputs(model, state, dt)
         c0, t0 = compiling.seconds, time.perf_counter()
         prev = state
         nxt, info = step_mod.step(model, state, inp, dt)
@@ -237,6 +242,8 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
         w_mid_w = 0.5 * (state.R_wb[0] @ state.V[0, 3:] + nxt.R_wb[0] @ nxt.V[0, 3:])
         rot += dt * float(w_mid_w @ axis_w)
         state = nxt
+        if loop is not None:
+            loop.measure(state, info)
         for s in step_mod.STAGES:
             res.stage_times[s].append(info.times.get(s, 0.0))
         res.t.append(state.t)
@@ -327,6 +334,10 @@ def task_line(fig: dict) -> str:
                 f"{fig['ball_max_penetration_m'] * 1e6:.1f} um ({verdict})")
     if "insertion_depth_m" in fig:
         return f"insertion depth     {fig['insertion_depth_m'] * 1e3:.2f} mm ({verdict})"
+    if "normal_force_rms_error_pct" in fig:
+        return (f"normal force        RMS error {fig['normal_force_rms_error_pct']:.2f} % of "
+                f"{fig['normal_force_set_N']:g} N once in contact, {fig.get('normal_force_min_N', math.nan):.3f} .. "
+                f"{fig.get('normal_force_max_N', math.nan):.3f} N ({verdict})")
     if fig["advance_per_rev_m"] is None:
         return f"engaged advance     n/a: the nut never engaged the thread ({verdict})"
     return (f"engaged advance     {fig['advance_per_rev_m'] * 1e3:.4f} mm/rev over {fig['revolutions_measured']:.2f} "
@@ -342,8 +353,9 @@ class LiveFigures:
     at 10 Hz).  ``fields()`` packs the latest figure into the snapshot record's task fields
     (``records.SNAPSHOT``); ``hud_text`` reads them back."""
 
-    def __init__(self, model: Model, scen: Scenario, every: int = 10):
+    def __init__(self, model: Model, scen: Scenario, every: int = 10, control=None):
         self.model, self.scen, self.every = model, scen, max(1, int(every))
+        self.control = control         # the task's controller loop in the session (its record: the figure)
         self.axis_w = model.shapes[0].R_ws[:, 2]
         self.n, self.rot = 0, 0.0
         self._t, self._p, self._r = np.empty(256), np.empty((256, 3)), np.empty(256)
@@ -360,7 +372,7 @@ class LiveFigures:
         if self.n % self.every == 0 or self.figures is None:
             n = self.n
             run = RunResult(model=self.model, scen=self.scen, t=self._t[:n], p_w=self._p[:n],
-                            rot_axis=self._r[:n], final=after)
+                            rot_axis=self._r[:n], final=after, control=self.control)
             self.figures = task_figures(run)
         return self.figures
 
@@ -369,7 +381,7 @@ class LiveFigures:
         return task_fields(self.scen.task, self.figures)
 
 
-TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0}   # SNAPSHOT "task"; 0: no figure yet
+TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0, "grinding": 4.0}   # SNAPSHOT "task"; 0: none yet
 
 
 def task_fields(task: str, fig: dict | None) -> dict:
@@ -383,6 +395,8 @@ def task_fields(task: str, fig: dict | None) -> dict:
         value, aux = fig["height_to_seat_m"], fig["lateral_offset_m"]
     elif task == "peg_in_hole":
         value, aux = fig["insertion_depth_m"], math.nan
+    elif task == "grinding":
+        value, aux = fig["normal_force_rms_error_pct"], fig["normal_force_set_N"]
     else:
         a = fig["advance_per_rev_m"]
         value, aux = (math.nan if a is None else a), fig["revolutions_measured"]
@@ -400,6 +414,10 @@ def hud_text(code: float, value: float, aux: float, met: float) -> str:
         return f"advance {value * 1e3:.3f} mm/rev over {aux:.2f} rev ({verdict})"
     if code == TASK_CODES["peg_in_hole"]:
         return f"insertion {value * 1e3:.2f} mm ({verdict})"
+    if code == TASK_CODES["grinding"]:
+        if not math.isfinite(value):
+            return f"normal force: set {aux:g} N (not pressing yet)"
+        return f"normal force RMS error {value:.1f} % of {aux:g} N ({verdict})"
     if code == TASK_CODES["docking"]:
         return (f"{'seated' if met > 0.5 else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
                 f"offset {aux * 1e3:.2f} mm")

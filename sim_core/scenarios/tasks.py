@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.scenarios import bouncing_ball, docking, mesh_parts
+from sim_core.scenarios import bouncing_ball, docking, grinding, mesh_parts
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class Task:
                                # [[waypoints]] positions name, part axes; None: they name the COM
     meshes: Callable | None = None     # (cfg, src) -> {part name: mesh}: generated meshes the view
                                # draws; None: the parts' meshes are asset files (assets/parts)
+    control: Callable | None = None    # (cfg, src) -> a controller spec (``start()`` -> a loop with
+                               # ``inputs(model, state, dt)`` and ``measure(state, info)``) that makes
+                               # each step's set pose in place of the waypoints (grinding's force
+                               # loop); None: the waypoints (``scenario.inputs_at``)
 
 
 def _docking_dims(cfg: dict, src: str) -> tuple[dict, dict]:
@@ -45,6 +49,8 @@ TASKS: dict[str, Task] = {
     "docking": Task(build=docking.build, dims=_docking_dims, figures=docking.task_figures,
                     set_point=docking.com_part, meshes=docking.meshes),
     "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures),
+    "grinding": Task(build=grinding.build, dims=grinding.dims, figures=grinding.figures, meshes=grinding.meshes,
+                     control=grinding.control),
 }
 
 

@@ -674,3 +674,34 @@ def test_the_default_view_frames_the_panda_and_the_part_with_the_task_figure(dis
         assert (row.min(axis=2) > 200).mean() > 0.03 and (row.max(axis=2) < 40).mean() > 0.4
     finally:
         on_frame.close()
+
+
+def test_grinding_session_frame_draws_the_workpiece_and_the_grinder(window, gl):
+    """The grinding task's generated meshes (``tasks.TASKS["grinding"].meshes``: the bar with
+    its bead, the grinder with its ball tip) drawn from a physics snapshot as the session's
+    render body draws it: the bar's top beside the tool and the grinder's shank are drawn."""
+    pytest.importorskip("pinocchio")
+    from app.loops import RateStats
+    from app.physics_loop import snapshot_array
+    from app.view.session import snapshot as session_snapshot
+    from app.view.session import view_world
+    from sim_core.io.records import PROXY
+    from sim_core.scenarios import scenario, tasks
+    from sim_core.step import step
+    model, state, cfg = scenario.load("grinding")
+    for name, m in tasks.TASKS["grinding"].meshes(cfg).items():
+        window.add_mesh(name, m.vertices, m.faces)
+    loop = scenario.record(cfg).control.start()
+    st, info = step(model, state, loop.inputs(model, state, model.dt))
+    sv = snapshot_array(st, info, RateStats(window=10), 0)
+    pv = PROXY.pack(t=0.0, p=st.p_w[0], R=st.R_wb[0], V=np.zeros(6))
+    snap = session_snapshot(sv, pv, view_world(model), 60.0, None)
+    assert [p[0] for p in snap.parts] == ["workpiece", "grinder"]
+    window.auto_fit = False
+    window.camera.fit(np.array([0.0, 0.0, 0.05]), 0.2)
+    window.draw(snap)
+    img = window.screenshot()
+    window.auto_fit = True
+    for where in (np.array([0.06, 0.0, 0.0]), st.p_w[0]):          # the bar's top; the grinder's COM
+        px = _patch(img, window.camera.project(where), half=2)
+        assert np.abs(px - _bg(window)).max(axis=1).mean() > 30, where
