@@ -63,8 +63,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+from numba import njit
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
@@ -224,6 +226,7 @@ def restitution_clamped(e: float, K: float = 140e6, m: float = 1.0, v0: float = 
 
 # --- Hunt-Crossley ---------------------------------------------------------------------------
 
+@lru_cache(maxsize=64)
 def hunt_crossley_alpha(e: float) -> float:
     """alpha = c v0 of the Hunt-Crossley law giving restitution e (module docstring)."""
     if not 0.0 < e <= 1.0:
@@ -269,3 +272,96 @@ def hc_motion(m: float, K: float, c: float, n: float, F: float, d0: float, v0: f
     t = float(sol.t[-1])
     d, v = float(sol.y[0, -1]), float(sol.y[1, -1])
     return F * t - m * (v - v0), t, d, v, sol
+
+
+# The step's Hunt-Crossley motion: an adaptive Dormand-Prince 5(4) pair in one numba kernel.
+# ``hc_motion`` (scipy's DOP853) is its reference: ~11 ms a call there (the grinding tip's
+# 10 ms step, ~80 steps of Python), ~0.1 ms here.  Both stop where the penetration returns to 0
+# going out; this one finds that instant by the secant method on re-integrated steps.
+HC_RTOL = 1e-11            # relative error per step of the kernel's integration
+HC_MAX_STEPS = 200_000     # steps at most in one call (a 1 s step of a stiff contact: ~20 000)
+_DP_C = (0.2, 0.3, 0.8, 8.0 / 9.0)
+_DP_B = (35.0 / 384.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0)
+_DP_E = (71.0 / 57600.0, -71.0 / 16695.0, 71.0 / 1920.0, -17253.0 / 339200.0, 22.0 / 525.0, -1.0 / 40.0)
+
+
+@njit(cache=True, inline="always")
+def _hc_acc(K, c, n, F, m, d, v):
+    """delta'' = (F - K delta^n (1 + c delta')) / m, the force >= 0 (it never pulls)."""
+    f = 0.0
+    if d > 0.0:
+        f = K * d ** n * max(1.0 + c * v, 0.0)
+    return (F - f) / m
+
+
+@njit(cache=True)
+def _dp5(K, c, n, F, m, d, v, h):
+    """One Dormand-Prince step of size h: (delta, delta', error of delta, error of delta')."""
+    k1d, k1v = v, _hc_acc(K, c, n, F, m, d, v)
+    yd, yv = d + h * 0.2 * k1d, v + h * 0.2 * k1v
+    k2d, k2v = yv, _hc_acc(K, c, n, F, m, yd, yv)
+    yd = d + h * (3.0 / 40.0 * k1d + 9.0 / 40.0 * k2d)
+    yv = v + h * (3.0 / 40.0 * k1v + 9.0 / 40.0 * k2v)
+    k3d, k3v = yv, _hc_acc(K, c, n, F, m, yd, yv)
+    yd = d + h * (44.0 / 45.0 * k1d - 56.0 / 15.0 * k2d + 32.0 / 9.0 * k3d)
+    yv = v + h * (44.0 / 45.0 * k1v - 56.0 / 15.0 * k2v + 32.0 / 9.0 * k3v)
+    k4d, k4v = yv, _hc_acc(K, c, n, F, m, yd, yv)
+    yd = d + h * (19372.0 / 6561.0 * k1d - 25360.0 / 2187.0 * k2d + 64448.0 / 6561.0 * k3d
+                  - 212.0 / 729.0 * k4d)
+    yv = v + h * (19372.0 / 6561.0 * k1v - 25360.0 / 2187.0 * k2v + 64448.0 / 6561.0 * k3v
+                  - 212.0 / 729.0 * k4v)
+    k5d, k5v = yv, _hc_acc(K, c, n, F, m, yd, yv)
+    yd = d + h * (9017.0 / 3168.0 * k1d - 355.0 / 33.0 * k2d + 46732.0 / 5247.0 * k3d + 49.0 / 176.0 * k4d
+                  - 5103.0 / 18656.0 * k5d)
+    yv = v + h * (9017.0 / 3168.0 * k1v - 355.0 / 33.0 * k2v + 46732.0 / 5247.0 * k3v + 49.0 / 176.0 * k4v
+                  - 5103.0 / 18656.0 * k5v)
+    k6d, k6v = yv, _hc_acc(K, c, n, F, m, yd, yv)
+    b1, b3, b4, b5, b6 = _DP_B
+    d1 = d + h * (b1 * k1d + b3 * k3d + b4 * k4d + b5 * k5d + b6 * k6d)
+    v1 = v + h * (b1 * k1v + b3 * k3v + b4 * k4v + b5 * k5v + b6 * k6v)
+    k7d, k7v = v1, _hc_acc(K, c, n, F, m, d1, v1)
+    e1, e3, e4, e5, e6, e7 = _DP_E
+    ed = h * (e1 * k1d + e3 * k3d + e4 * k4d + e5 * k5d + e6 * k6d + e7 * k7d)
+    ev = h * (e1 * k1v + e3 * k3v + e4 * k4v + e5 * k5v + e6 * k6v + e7 * k7v)
+    return d1, v1, ed, ev
+
+
+@njit(cache=True)
+def hc_motion_fast(m, K, c, n, F, d0, v0, T):
+    """``hc_motion`` without its solution object, in one kernel: (J N s, t_end, delta, delta')."""
+    if d0 <= 0.0 and v0 <= 0.0:
+        return 0.0, 0.0, d0, v0
+    atol = 1e-15 * max(abs(v0), 1e-3)
+    w = math.sqrt(max(K * max(d0, 1e-9) ** (n - 1.0) * n, K * 1e-9 ** (n - 1.0)) / m)   # a first rate
+    h = min(T, 0.01 / w)
+    t, d, v = 0.0, d0, v0
+    for _ in range(HC_MAX_STEPS):
+        if t >= T:
+            break
+        h = min(h, T - t)
+        d1, v1, ed, ev = _dp5(K, c, n, F, m, d, v, h)
+        sd = atol + HC_RTOL * max(abs(d), abs(d1))
+        sv = atol + HC_RTOL * max(abs(v), abs(v1))
+        err = math.sqrt(0.5 * ((ed / sd) ** 2 + (ev / sv) ** 2))
+        if err <= 1.0:
+            if d > 0.0 and d1 <= 0.0:            # out of contact inside this step: where exactly
+                lo, hi, glo, ghi = 0.0, h, d, d1
+                s = h
+                for _k in range(60):
+                    s = lo + (hi - lo) * glo / (glo - ghi) if glo != ghi else 0.5 * (lo + hi)
+                    if not lo < s < hi:
+                        s = 0.5 * (lo + hi)
+                    ds, vs, _, _ = _dp5(K, c, n, F, m, d, v, s)
+                    if ds > 0.0:
+                        lo, glo = s, ds
+                    else:
+                        hi, ghi = s, ds
+                    if hi - lo <= 1e-15 * (t + h) or ds == 0.0:
+                        break
+                d1, v1, _, _ = _dp5(K, c, n, F, m, d, v, hi)
+                t += hi
+                return F * t - m * (v1 - v0), t, 0.0, v1
+            t += h
+            d, v = d1, v1
+        h *= min(5.0, max(0.2, 0.9 * (err + 1e-300) ** -0.2))
+    return F * t - m * (v - v0), t, d, v

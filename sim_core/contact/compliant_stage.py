@@ -121,7 +121,7 @@ def _episode(K, e, law, m, F, d0, v0, rest):
     n = compliant.EXPONENT[law]
     v_in = math.sqrt(max(v0, 0.0) ** 2 + 2.0 * K * d0 ** (n + 1.0) / ((n + 1.0) * m))  # touchdown speed
     c = compliant.hunt_crossley_alpha(e) / v_in if v_in > 0.0 else 0.0
-    J, t_in, dd, vv, _ = compliant.hc_motion(m, K, c, n, F, d0, v0, rest)
+    J, t_in, dd, vv = compliant.hc_motion_fast(m, K, c, n, F, d0, v0, rest)   # hc_motion's kernel form
     return J, dd, vv, t_in, t_in < rest
 
 

@@ -138,10 +138,11 @@ def test_the_whole_path_holds_five_newtons_within_five_percent():
 
 
 def test_the_law_is_a_config_value_and_an_unknown_one_names_its_key(tmp_path):
-    """The pair's law comes from [materials.aluminium] (the lead sets "compliant" there with its
-    stiffness and restitution keys once the law is in LAWS): a law not in the table is a
-    one-line error naming the file and the key."""
-    text = scenario_path("grinding").read_text().replace('law = "complementarity"', 'law = "no_such_law"')
+    """The pair's law comes from [materials.aluminium] (shipped: "compliant", Hertz with
+    Hunt-Crossley damping): a law not in the table is a one-line error naming the file and the
+    key."""
+    text = scenario_path("grinding").read_text().replace('law = "compliant"', 'law = "no_such_law"')
+    assert "no_such_law" in text
     f = tmp_path / "g.toml"
     f.write_text(text)
     with pytest.raises(config.ConfigError) as e:
