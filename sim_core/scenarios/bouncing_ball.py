@@ -172,6 +172,23 @@ def dims(cfg: dict, src: str = "<config>") -> tuple[dict, dict]:
     return {"plane_z": 0.0}, {"radius": RADIUS, "mass": MASS}
 
 
+GROUND_RADIUS = 0.6       # m, the view's ground disc (the plane itself is unbounded)
+GROUND_THICKNESS = 0.02   # m
+
+
+def meshes(cfg: dict, src: str = "<config>") -> dict:
+    """The view's meshes, by the config's part names: the ground as a disc slab with its top at
+    z = 0 (the plane's frame), the ball (its body frame, about the centre)."""
+    from sim_core.geometry.mesh import mesh_revolution
+    th = np.linspace(-0.5 * math.pi, 0.5 * math.pi, 25)
+    arc = np.column_stack([RADIUS * np.cos(th), RADIUS * np.sin(th)])
+    arc[0, 0] = arc[-1, 0] = 0.0             # the poles on the axis: fans
+    ground = np.array([[0.0, -GROUND_THICKNESS], [GROUND_RADIUS, -GROUND_THICKNESS], [GROUND_RADIUS, 0.0],
+                       [0.0, 0.0]])
+    return {cfg["parts"]["static"]: mesh_revolution(ground, 64, 0.1),
+            cfg["parts"]["moving"]: mesh_revolution(arc, 32, 0.05)}
+
+
 def figures(res) -> dict:
     """The bounce apexes, the measured restitution and the deepest penetration of the run
     (fixed-step headless run: apexes from each rising free-flight state; the penetration at

@@ -381,14 +381,17 @@ class LiveFigures:
         return task_fields(self.scen.task, self.figures)
 
 
-TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0, "grinding": 4.0}   # SNAPSHOT "task"; 0: none yet
+# SNAPSHOT "task"; 0: none yet
+TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0, "grinding": 4.0, "bouncing_ball": 5.0}
 
 
 def task_fields(task: str, fig: dict | None) -> dict:
     """``task_figures``' figure as the snapshot's numbers: ``task`` (TASK_CODES), ``task_value``
-    (bolting: advance per revolution, NaN before the nut engages; peg: insertion depth; docking:
+    (bolting: advance per revolution, NaN before the nut engages; peg: insertion depth; grinding:
+    the normal force's RMS error, %; bouncing_ball: the measured restitution; docking:
     the worst pin tip's height above its seat, m), ``task_aux`` (bolting: revolutions measured;
-    docking: lateral offset, m), ``task_met`` (1 when the target is met; docking: seated)."""
+    docking: lateral offset, m; grinding: the set force, N; bouncing_ball: the requested
+    restitution), ``task_met`` (1 when the target is met; docking: seated)."""
     if not fig:
         return {"task": 0.0, "task_value": math.nan, "task_aux": math.nan, "task_met": 0.0}
     if task == "docking":
@@ -397,6 +400,8 @@ def task_fields(task: str, fig: dict | None) -> dict:
         value, aux = fig["insertion_depth_m"], math.nan
     elif task == "grinding":
         value, aux = fig["normal_force_rms_error_pct"], fig["normal_force_set_N"]
+    elif task == "bouncing_ball":
+        value, aux = fig["restitution_measured"], fig["restitution_requested"]
     else:
         a = fig["advance_per_rev_m"]
         value, aux = (math.nan if a is None else a), fig["revolutions_measured"]
@@ -418,6 +423,10 @@ def hud_text(code: float, value: float, aux: float, met: float) -> str:
         if not math.isfinite(value):
             return f"normal force: set {aux:g} N (not pressing yet)"
         return f"normal force RMS error {value:.1f} % of {aux:g} N ({verdict})"
+    if code == TASK_CODES["bouncing_ball"]:
+        if not math.isfinite(value):
+            return f"restitution: requested {aux:g} (no bounce yet)"
+        return f"restitution {value:.4f} of {aux:g} ({verdict})"
     if code == TASK_CODES["docking"]:
         return (f"{'seated' if met > 0.5 else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
                 f"offset {aux * 1e3:.2f} mm")

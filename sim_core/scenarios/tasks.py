@@ -48,7 +48,8 @@ TASKS: dict[str, Task] = {
     "peg_in_hole": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.peg_figures),
     "docking": Task(build=docking.build, dims=_docking_dims, figures=docking.task_figures,
                     set_point=docking.com_part, meshes=docking.meshes),
-    "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures),
+    "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures,
+                           meshes=bouncing_ball.meshes),
     "grinding": Task(build=grinding.build, dims=grinding.dims, figures=grinding.figures, meshes=grinding.meshes,
                      control=grinding.control),
 }

@@ -114,3 +114,22 @@ def test_the_physics_loop_publishes_the_live_figure_in_the_snapshot():
     finally:
         for s in (proxy, contact, snap):
             s.close(unlink=True)
+
+
+def test_live_figure_of_a_bouncing_ball_is_the_batch_summarys():
+    """The ball's HUD line (issue 25): the restitution measured live is the batch figure's."""
+    model, state, cfg = scenario.load("bouncing_ball")
+    scen = scenario.record(cfg)
+    live = scenario.LiveFigures(model, scen, every=1)
+
+    def on_step(before, inp, after, info):
+        live.update(before, after)
+
+    res = scenario.simulate(model, scen, state, 1.2, on_step=on_step)
+    want = scenario.task_figures(res)
+    assert live.figures["restitution_measured"] == want["restitution_measured"]
+    f = live.fields()
+    assert f["task"] == scenario.TASK_CODES["bouncing_ball"]
+    assert f["task_value"] == pytest.approx(f["task_aux"], abs=0.01)        # the first bounce's e
+    text = scenario.hud_text(f["task"], f["task_value"], f["task_aux"], f["task_met"])
+    assert text.startswith(f"restitution {f['task_value']:.4f} of {f['task_aux']:g}")
