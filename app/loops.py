@@ -8,6 +8,7 @@ Clocks are injectable so that the timing logic is tested with fake time.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -92,6 +93,20 @@ def child_signals(stop, starting: bool = False) -> None:
             raise StartUpEnded(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, on_term)
+    sys.unraisablehook = _quiet_start_up_end(sys.unraisablehook)
+
+
+def _quiet_start_up_end(prev):
+    """An unraisable-exception hook that drops ``StartUpEnded``: a SIGTERM landing while numba's
+    compiler is inside a C callback (its object cache's notify) cannot end the start-up there --
+    Python prints the exception as "ignored" (8 lines of traceback on stderr, where the session
+    promises one line) and goes on.  The stop flag is set all the same, so the start-up ends at
+    its next check (``wait_for_go``); only the noise goes."""
+    def hook(u):
+        if isinstance(u.exc_value, StartUpEnded):
+            return
+        prev(u)
+    return hook
 
 
 def start_up_done() -> None:

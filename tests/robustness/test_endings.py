@@ -120,3 +120,28 @@ def test_a_session_past_its_start_up_limit_is_one_line_and_a_non_zero_exit(tmp_p
                         "scripted:insert", "--duration", "5"], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=START_BOUND_S)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "TIGHTSIM_STARTUP_TIMEOUT_S" in r.stderr
+
+
+def test_a_start_up_ended_inside_a_c_callback_leaves_no_traceback(capfd):
+    """SIGTERM during numba's compilation can land in a C callback (llvmlite's object cache),
+    where Python cannot raise: it printed StartUpEnded as an "ignored" exception, 8 lines of
+    traceback where the session promises one line.  The loop processes' hook drops exactly
+    that exception, and no other."""
+    import ctypes
+
+    from app.loops import StartUpEnded, _quiet_start_up_end
+    seen = []
+    old = sys.unraisablehook
+    sys.unraisablehook = _quiet_start_up_end(lambda u: seen.append(type(u.exc_value)))
+    try:
+        def end(_):
+            raise StartUpEnded(1)
+
+        def other(_):
+            raise ValueError("kept")
+        for f in (end, other):
+            ctypes.CFUNCTYPE(None, ctypes.c_int)(f)(0)
+    finally:
+        sys.unraisablehook = old
+    assert seen == [ValueError]
+    assert "StartUpEnded" not in capfd.readouterr().err
