@@ -38,12 +38,12 @@ The discrete contact approximation (set_discrete_contact_approximation), both ru
     hunt_crossley_dissipation = 0 (restitution 1);
   * "tamsi" -- Drake's older default, the two-stage semi-implicit Hunt-Crossley scheme,
     hunt_crossley_dissipation = 0.
-  ("sap" takes the linear Kelvin-Voigt relaxation_time instead, which must be > 0 to be
-  meaningful -- set to 0 here as well; "similar" is the lagged scheme's variant.  Both are
-  accepted by `drop` for exploration; the table runs lagged and tamsi.)
+  ("sap" takes the linear Kelvin-Voigt relaxation_time instead, set to 0 here too: no
+  dissipation; "similar" is the lagged scheme's variant.  Both are accepted by `drop` and
+  gave the same ball; the table runs lagged and tamsi.)
 SAP (behind lagged, similar and sap) saturates a contact stiffer than the step can resolve
 ("near rigid" regime, sap_near_rigid_threshold, default 1.0): kept at its default, Drake's
-own choice, and said in docs/peers.md; near_rigid=0 turns it off.
+own choice; near_rigid=0 turns it off, which changed no apex measured (0.01 to 0.1 ms).
 """
 from __future__ import annotations
 
