@@ -1,5 +1,5 @@
 """Seed 001 Table 1 measured here: the largest stable step of the bouncing ball at restitution 1,
-for tightsim's compliant and complementarity laws and for MuJoCo and PyBullet, in one run.
+for tightsim's compliant and complementarity laws and for MuJoCo, PyBullet and Drake, in one run.
 
     python bench/max_step.py --out DIR [--engines NAME ...] [--steps-ms 0.015625 ... 256]
                              [--duration 3.2]
@@ -52,7 +52,8 @@ APEX_TOL = 0.05        # relative to the drop height h0: 5 % of the impact energ
 PASS_THROUGH = RADIUS  # m of penetration: the centre reaches the plane (see the docstring)
 STEPS_MS = tuple(2.0 ** k for k in range(-6, 9))   # 1/64 ... 256 ms
 DURATION = 3.2         # s: the third apex of the exact motion is at 2.57 s
-SEED_MS = {"Bullet": "1/32", "ODE": "1/4", "PhysX": "2", "MuJoCo": "16", "Proposed": "128"}
+SEED_MS = {"Bullet": "1/32", "ODE": "1/4", "PhysX": "2", "MuJoCo": "16", "Proposed": "128",
+           "Drake": "not in the seed"}
 
 
 def stability(t, z, vz, *, z0: float = Z0, radius: float = RADIUS, g: float = GRAVITY,
@@ -105,6 +106,13 @@ def _mujoco(stiff: bool):
     return run
 
 
+def _drake(approximation: str):
+    def run(dt: float, duration: float) -> dict:
+        from bench.peers.ball_drake import drop
+        return drop(dt, duration, approximation=approximation)
+    return run
+
+
 def _pybullet(contact: str):
     def run(dt: float, duration: float) -> dict:
         from bench.peers.ball_pybullet import drop
@@ -128,6 +136,11 @@ ENGINES = {
                  "rigid contact, restitution 1 on ball and ground", "Bullet"),
     "pybullet-stiffness": ("pybullet", _pybullet("stiffness"),
                            "contactStiffness 140e6 N/m, contactDamping 0", "Bullet"),
+    "drake": ("pydrake", _drake("lagged"),
+              "discrete plant, point contact K = 140e6 N/m, Hunt-Crossley 0; "
+              "lagged (default)", "Drake"),
+    "drake-tamsi": ("pydrake", _drake("tamsi"),
+                    "as drake, TAMSI approximation", "Drake"),
 }
 DEFAULT_ENGINES = tuple(ENGINES)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench.max_step import APEX_TOL, stability
-from bench.peers import GRAVITY, RADIUS, Z0
+from bench.peers import GRAVITY, MASS, RADIUS, STIFFNESS, Z0
 
 FIRST_APEX_TOL = 0.05   # relative to 1.0 m, the brief's bound on a peer's first apex at a small step
 H0 = Z0 - RADIUS        # m, drop height of the ball's lowest point
@@ -95,9 +95,58 @@ def test_pybullet_ball_bounces_to_its_drop_height_at_a_small_step():
     assert abs(apex - Z0) < FIRST_APEX_TOL * Z0, apex
 
 
+DRAKE_MATCH_TOL = 1e-9   # m: Drake's ball against the reference step below, float round-off
+                         # over 38 400 steps (measured 2e-14 at 1/32 ms)
+
+
+def _backward_euler_contact(dt: float, duration: float):
+    """The ball stepped as Drake's discrete plant steps it (bench/peers/ball_drake.py): a
+    contact exists when the ball overlaps the ground at the step's start (phi < 0) and pushes
+    with K max(0, -(phi + dt v_next)), the penetration at the step's END -- a backward-Euler
+    spring; the position follows with v_next."""
+    w2 = STIFFNESS / MASS
+    n = int(np.ceil(duration / dt - 1e-9))
+    z, vz = np.empty(n + 1), np.empty(n + 1)
+    z[0], vz[0] = Z0, 0.0
+    for i in range(n):
+        phi, v_free = z[i] - RADIUS, vz[i] - GRAVITY * dt
+        v = v_free
+        if phi < 0.0 and phi + dt * v_free < 0.0:
+            v = (v_free - dt * w2 * phi) / (1.0 + dt * dt * w2)
+        vz[i + 1], z[i + 1] = v, z[i] + dt * v
+    return z, vz
+
+
+def test_drake_continuous_ball_bounces_to_its_drop_height():
+    """The model (point contact 2 K per geometry in series, no dissipation) is the seed's ball:
+    Drake's continuous plant, error-controlled, returns to 1.0 m."""
+    pytest.importorskip("pydrake")
+    from bench.peers.ball_drake import drop
+    apex = _first_apex(drop(1e-3, 1.2, continuous=True))
+    assert abs(apex - Z0) < FIRST_APEX_TOL * Z0, apex
+
+
+def test_drake_discrete_ball_is_a_backward_euler_spring_and_loses_energy():
+    """Drake's fixed step cannot keep the first apex within 5 % at any step of the sweep: its
+    contact is a backward-Euler spring, keeping about exp(-pi w dt) of the energy per bounce
+    (w dt = 0.37 at 1/32 ms).  Checked: the trajectory IS that step, and the default (lagged)
+    and TAMSI approximations give the same ball."""
+    pytest.importorskip("pydrake")
+    from bench.peers.ball_drake import drop
+    dt = 1 / 32000
+    lagged = drop(dt, 1.2)
+    z, vz = _backward_euler_contact(dt, 1.2)
+    assert np.abs(lagged["z"] - z).max() < DRAKE_MATCH_TOL
+    assert np.abs(drop(dt, 1.2, approximation="tamsi")["z"] - lagged["z"]).max() < DRAKE_MATCH_TOL
+    apex = _first_apex(lagged)
+    assert apex < (1.0 - FIRST_APEX_TOL) * Z0, apex        # measured 0.407 m
+    assert apex > RADIUS, apex                             # but it does bounce
+
+
 def test_max_step_reports_a_missing_engine_without_crashing(tmp_path, monkeypatch):
     import bench.max_step as ms
     monkeypatch.setattr(ms, "installed", lambda module: False)
-    assert ms.main(["--out", str(tmp_path), "--engines", "mujoco", "pybullet"]) == 0
+    assert ms.main(["--out", str(tmp_path), "--engines", "mujoco", "pybullet",
+                    "drake"]) == 0
     text = (tmp_path / "table.md").read_text()
-    assert text.count("not installed (pip install -e .[peers])") == 2
+    assert text.count("not installed (pip install -e .[peers])") == 3
