@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.peers import GRAVITY, INERTIA, MASS, RADIUS, STIFFNESS, Z0
+from bench.peers import GRAVITY, INERTIA, MASS, RADIUS, STIFFNESS, Z0, record
 
 APPROXIMATIONS = ("lagged", "tamsi", "sap", "similar")
 GEOM_STIFFNESS = 2.0 * STIFFNESS   # N/m per geometry: two in series give the seed's K
@@ -104,15 +104,11 @@ def drop(dt: float, duration: float, approximation: str = "lagged",
     plant.SetFreeBodyPose(ctx, ball, RigidTransform([0.0, 0.0, Z0]))
     sim.Initialize()
 
-    n = int(np.ceil(duration / dt - 1e-9))
-    t = np.arange(n + 1) * dt
-    z = np.empty(n + 1)
-    vz = np.empty(n + 1)
-    z[0], vz[0] = Z0, 0.0
-    for i in range(1, n + 1):
-        sim.AdvanceTo(t[i])
-        z[i] = ball.EvalPoseInWorld(ctx).translation()[2]
-        vz[i] = ball.EvalSpatialVelocityInWorld(ctx).translational()[2]
-        if not np.isfinite(z[i]):                          # diverged: keep what there is
-            return {"t": t[:i + 1], "z": z[:i + 1], "vz": vz[:i + 1]}
-    return {"t": t, "z": z, "vz": vz}
+    clock = [0]
+
+    def step():
+        clock[0] += 1
+        sim.AdvanceTo(clock[0] * dt)
+        return (clock[0] * dt, ball.EvalPoseInWorld(ctx).translation()[2],
+                ball.EvalSpatialVelocityInWorld(ctx).translational()[2])
+    return record(dt, duration, step)

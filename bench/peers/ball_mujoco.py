@@ -29,9 +29,7 @@ solref/solimp, so MuJoCo's mixing (a solmix-weighted mean) gives these values ex
 """
 from __future__ import annotations
 
-import numpy as np
-
-from bench.peers import GRAVITY, INERTIA, MASS, RADIUS, STIFFNESS, Z0
+from bench.peers import GRAVITY, INERTIA, MASS, RADIUS, STIFFNESS, Z0, record
 
 SOLIMP = "0.9999 0.9999 0.001 0.5 2"      # dmin dmax width midpoint power: constant d = 0.9999
 
@@ -61,14 +59,7 @@ def drop(dt: float, duration: float, stiff: bool = True) -> dict:
     import mujoco
     m = mujoco.MjModel.from_xml_string(model_xml(dt, stiff))
     d = mujoco.MjData(m)
-    n = int(np.ceil(duration / dt - 1e-9))
-    t = np.empty(n + 1)
-    z = np.empty(n + 1)
-    vz = np.empty(n + 1)
-    t[0], z[0], vz[0] = 0.0, d.qpos[2], d.qvel[2]
-    for i in range(1, n + 1):
+    def step():
         mujoco.mj_step(m, d)
-        t[i], z[i], vz[i] = d.time, d.qpos[2], d.qvel[2]   # qpos[2]: centre z; qvel[2]: world vz
-        if not np.isfinite(z[i]):                          # diverged: keep what there is
-            return {"t": t[:i + 1], "z": z[:i + 1], "vz": vz[:i + 1]}
-    return {"t": t, "z": z, "vz": vz}
+        return d.time, d.qpos[2], d.qvel[2]                # qpos[2]: centre z; qvel[2]: world vz
+    return record(dt, duration, step, d.qpos[2])

@@ -36,9 +36,7 @@ is then not corrected, which a bounce at e = 1 undoes by itself.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from bench.peers import GRAVITY, INERTIA, MASS, RADIUS, STIFFNESS, Z0
+from bench.peers import GRAVITY, INERTIA, MASS, RADIUS, STIFFNESS, Z0, record
 
 CONTACTS = ("restitution", "stiffness")
 BREAKING_THRESHOLD = 0.0   # m: no speculative contact (see the module docstring)
@@ -71,15 +69,13 @@ def drop(dt: float, duration: float, contact: str = "restitution") -> dict:
             else:
                 pb.changeDynamics(body, -1, contactStiffness=STIFFNESS, contactDamping=0.0,
                                   physicsClientId=c)
-        n = int(np.ceil(duration / dt - 1e-9))
-        t = np.arange(n + 1) * dt
-        z = np.empty(n + 1)
-        vz = np.empty(n + 1)
-        z[0], vz[0] = Z0, 0.0
-        for i in range(1, n + 1):
+        clock = [0]
+
+        def step():
             pb.stepSimulation(physicsClientId=c)
-            z[i] = pb.getBasePositionAndOrientation(ball, physicsClientId=c)[0][2]
-            vz[i] = pb.getBaseVelocity(ball, physicsClientId=c)[0][2]
-        return {"t": t, "z": z, "vz": vz}
+            clock[0] += 1
+            return (clock[0] * dt, pb.getBasePositionAndOrientation(ball, physicsClientId=c)[0][2],
+                    pb.getBaseVelocity(ball, physicsClientId=c)[0][2])
+        return record(dt, duration, step)
     finally:
         pb.disconnect(physicsClientId=c)
