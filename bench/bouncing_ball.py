@@ -38,12 +38,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 if __package__ in (None, ""):                     # run as a script: the checkout on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.peers import GRAVITY, MASS, RADIUS, STIFFNESS, Z0  # noqa: E402
+from sim_core.contact import compliant  # noqa: E402
 
 RESTITUTIONS = (0.2, 0.4, 0.6, 0.8, 1.0)
 COLOURS = ((30, 40, 160), (40, 130, 200), (40, 160, 60), (230, 150, 20), (210, 30, 30))
@@ -51,15 +51,12 @@ EULER_STEPS = (1e-6, 3e-5, 1e-4)   # s: the Euler comparison at other steps, pri
 BOUNCE_PERIOD = 2.0 * np.sqrt(2.0 * (Z0 - RADIUS) / GRAVITY)   # s, flight between bounces at e = 1
 
 
-def damping(e: float, k: float = STIFFNESS, m: float = MASS) -> float:
-    """D (N s/m) of the linear Kelvin-Voigt contact with restitution e, seed 001 eq. (10) with
-    the sign the print drops: D = -2 ln(e) sqrt(K m) / sqrt(pi^2 + ln^2 e) >= 0 (from
-    e = exp(-zeta pi / sqrt(1 - zeta^2)), zeta = D / (2 sqrt(K m)))."""
-    le = np.log(e)
-    return float(-2.0 * le * np.sqrt(k * m) / np.sqrt(np.pi ** 2 + le ** 2))
+def damping(e: float) -> float:
+    """D (N s/m) of the ball's linear Kelvin-Voigt contact with restitution e: seed 001 eq. (10)
+    with the sign the print drops (``contact.compliant.damping``)."""
+    return compliant.damping(STIFFNESS, MASS, e)
 
 
-@njit(cache=True)
 def _euler(z0: float, dt: float, n: int, k: float, d: float, m: float, g: float, r: float,
            clamped: bool):
     z = np.empty(n + 1)                          # m, centre height after each step

@@ -37,7 +37,6 @@ from sim_core.collision import detectors as collision
 from sim_core.contact import body_body, clustering, compliant_stage, cspace, frames, materials, solver_sor
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import blocktree, couplings, pmi
-from sim_core.math.so3 import exp_so3
 from sim_core.systems import rigid
 from sim_core.types import WORLD, Contacts, Inputs, Model, State, Warm
 
@@ -160,7 +159,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     Vn = sol.V.reshape(model.n_bodies, 6)
     p, R = rigid.advance(state, Vn, dt)
     if sol.shift is not None:              # compliant contacts: the closed form's displacement
-        p, R = compliant_stage.apply_shift(p, R, sol.shift, exp_so3)
+        p, R = compliant_stage.apply_shift(p, R, sol.shift)
     subs, report = [], {}
     for s, sub, fd in zip(model.systems, state.systems, folds):
         nxt_sub, rep = s.advance(model, sub, fd, Vn, dt)

@@ -332,7 +332,7 @@ def hc_motion_fast(m, K, c, n, F, d0, v0, T):
     if d0 <= 0.0 and v0 <= 0.0:
         return 0.0, 0.0, d0, v0
     atol = 1e-15 * max(abs(v0), 1e-3)
-    w = math.sqrt(max(K * max(d0, 1e-9) ** (n - 1.0) * n, K * 1e-9 ** (n - 1.0)) / m)   # a first rate
+    w = math.sqrt(n * K * max(d0, 1e-9) ** (n - 1.0) / m)    # the contact's rate at d0: the first step's scale
     h = min(T, 0.01 / w)
     t, d, v = 0.0, d0, v0
     for _ in range(HC_MAX_STEPS):

@@ -52,6 +52,7 @@ import numpy as np
 
 from sim_core.contact import compliant, frames, materials
 from sim_core.contact.solvers import Solution
+from sim_core.math.so3 import exp_so3
 
 PASSES = 200               # Gauss-Seidel passes at most over several compliant contacts (one: one, exact)
 PASS_TOL = 1e-13           # relative change of the impulses at which the passes stop (two contacts of a
@@ -250,7 +251,7 @@ def solve(model, state, c, on, blk, A_ab, row, dt: float, mask: np.ndarray, rigi
     return Solution(V, lam_all, f_all, sr.generalized + gen_c, sr.sweeps, sr.lam_c, sr.budget, shift=shift)
 
 
-def apply_shift(p: np.ndarray, R: np.ndarray, shift: np.ndarray, exp_so3) -> tuple[np.ndarray, np.ndarray]:
+def apply_shift(p: np.ndarray, R: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The poses after integration with the compliant displacement correction (B,6):
     [world translation; body-axis rotation vector]."""
     p = p + shift[:, :3]
