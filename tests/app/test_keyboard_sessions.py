@@ -27,8 +27,8 @@ CONTACT_FORCE_BOUND = 150.0
 # went 5.5 mm into the block)
 PROXY_PENETRATION_BOUND = 0.1e-3
 # the session's penetration against the batch run's (`tightsim run SCENARIO --headless`,
-# the exact SDF's figure: bolting 199.3 um, docking 43.1 um, peg 45.4 um, with the contact
-# solver whose penetration correction does no positive work)
+# the exact SDF's figure, with the contact solver whose penetration correction does no
+# positive work)
 BATCH_PENETRATION = {"bolting": 199.3e-6, "docking": 33.5e-6, "peg_in_hole": 32.1e-6}
 PENETRATION_FACTOR = 2.0
 # N: "zero force" after `r`: what the HUD shows once the reset has settled
