@@ -52,7 +52,8 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding",
+                                       "cable_winding"),
                       doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
@@ -202,6 +203,19 @@ SCHEMA: dict[str, dict[str, Field]] = {
                           doc="time down to the first point (and up at the end)"),
         "clearance": Field("float", 0.003, lo=0.0, hi=0.1, unit="m",
                            doc="start height above the first point, along n"),
+    },
+    "winding": {
+        "drum_radius": Field("float", 0.02, gt=0.0, hi=0.5, unit="m", doc="the fixed drum's radius (axis world z)"),
+        "drum_length": Field("float", 0.08, gt=0.0, hi=1.0, unit="m", doc="the drum's length along its axis"),
+        "drum_centre": Field("vec3", (0.05, 0.0, 0.05), lo=-REACH, hi=REACH, unit="m",
+                             doc="the drum's axis point at the clamp's height (world)"),
+        "pitch": Field("float", 0.008, gt=0.0, hi=0.1, unit="m", doc="the helix's rise per turn (at least the "
+                                                                    "cable's diameter)"),
+        "start_turns": Field("float", 1.5, lo=0.0, hi=20.0, doc="turns wound at the start"),
+        "turns": Field("float", 1.0, lo=0.0, hi=20.0, doc="turns the arm winds"),
+        "stretch": Field("float", 0.01, lo=0.0, hi=0.2, doc="the cable's stretch the arm keeps (strain)"),
+        "settle": Field("float", 0.3, lo=0.0, hi=60.0, unit="s", doc="held still before winding"),
+        "wind_time": Field("float", 4.0, gt=0.0, hi=600.0, unit="s", doc="the winding's length"),
     },
     "start": {
         "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.scenarios import bouncing_ball, docking, grinding, mesh_parts
+from sim_core.scenarios import bouncing_ball, cable_winding, docking, grinding, mesh_parts
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,8 @@ TASKS: dict[str, Task] = {
                            meshes=bouncing_ball.meshes),
     "grinding": Task(build=grinding.build, dims=grinding.dims, figures=grinding.figures, meshes=grinding.meshes,
                      control=grinding.control),
+    "cable_winding": Task(build=cable_winding.build, dims=cable_winding.dims, figures=cable_winding.figures,
+                          meshes=cable_winding.meshes, control=cable_winding.control),
 }
 
 
