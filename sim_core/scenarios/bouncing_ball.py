@@ -223,3 +223,22 @@ def figures(res) -> dict:
             "first_contact_max_penetration_closed_form_m": float(deepest),
             "task_target": "first bounce's restitution within 0.01 of the material's (fixed step; "
                            "bench/variable step: 1e-3)", "task_target_met": met}
+
+
+# ---- the summary and HUD lines (``tasks.Task.line``, ``numbers``, ``hud``) --------------------
+
+def task_line(fig: dict, verdict: str) -> str:
+    return (f"bounces             restitution {fig['restitution_measured']:.4f} (requested "
+            f"{fig['restitution_requested']:.4f}), {len(fig['bounce_apexes_m']) - 1} apexes, deepest "
+            f"{fig['ball_max_penetration_m'] * 1e6:.1f} um ({verdict})")
+
+
+def hud_numbers(fig: dict) -> tuple[float, float]:
+    """(the measured restitution, the requested one)."""
+    return fig["restitution_measured"], fig["restitution_requested"]
+
+
+def hud(value: float, aux: float, met: bool) -> str:
+    if not math.isfinite(value):
+        return f"restitution: requested {aux:g} (no bounce yet)"
+    return f"restitution {value:.4f} of {aux:g} ({'target met' if met else 'target not met'})"

@@ -35,10 +35,10 @@ import numpy as np
 from sim_core import config as config_mod
 from sim_core import step as step_mod
 from sim_core.math.so3 import log_so3
-from sim_core.scenarios import cable as cable_mod
+# (cable imported in build until the merge)
 from sim_core.scenarios.common import arm_system, contact_params, drive_gains
 from sim_core.shapes import Cylinder
-from sim_core.types import WORLD, ContactPair, Inputs, Material, Model, State
+from sim_core.types import ContactPair, Inputs, Material, Model, State
 
 FD_STEP = 1e-4              # s, the central difference of the set pose's twist
 # m: a link counts as wound when its centre lies within this of the helix radius rho (the
@@ -122,9 +122,10 @@ def check(cfg: dict, src: str) -> None:
     free = w.length * (1.0 + w.stretch) - w.ds * 2.0 * math.pi * (w.start_turns + w.turns)
     link = c["length"] / c["links"]
     if free < 2.0 * link:
+        need = w.ds * 2 * math.pi * (w.start_turns + w.turns)
         raise config_mod.ConfigError(
-            f"{src}: winding.turns: {w.start_turns + w.turns:g} turns need {w.ds * 2 * math.pi * (w.start_turns + w.turns):.3f} m "
-            f"of the {w.length:g} m cable, leaving {free:.3f} m free (at least two links, {2 * link:.3f} m)")
+            f"{src}: winding.turns: {w.start_turns + w.turns:g} turns need {need:.3f} m of the {w.length:g} m "
+            f"cable, leaving {free:.3f} m free (at least two links, {2 * link:.3f} m)")
     if w.pitch < 2.0 * w.cable_radius:
         raise config_mod.ConfigError(f"{src}: winding.pitch: {w.pitch:g} m is less than the cable's diameter "
                                      f"{2 * w.cable_radius:g} m (the turns would overlap)")
@@ -146,6 +147,7 @@ def start_poses(w: Winding, n: int, phi: float) -> tuple[np.ndarray, np.ndarray]
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     """The winding world and its start State (module docstring)."""
     check(cfg, src)
+    from sim_core.scenarios import cable as cable_mod
     c = cfg["cable"]
     w = winding(cfg)
     n = c["links"]
@@ -313,3 +315,24 @@ def meshes(cfg: dict, src: str = "<config>") -> dict:
     out = {cfg["parts"]["static"]: drum}
     out.update({f"link{i}": link for i in range(c["links"])})
     return out
+
+
+# ---- the summary and HUD lines (``tasks.Task.line``, ``numbers``, ``hud``) --------------------
+
+def task_line(fig: dict, verdict: str) -> str:
+    if "pitch_m" not in fig:
+        return f"winding             no step yet ({verdict})"
+    return (f"winding             {fig['wrap_turns']:.2f} turns, pitch {fig['pitch_m'] * 1e3:.2f} mm "
+            f"(set {fig['pitch_set_m'] * 1e3:g}), tip force {fig['tip_force_N']:.2f} N (max "
+            f"{fig['tip_force_max_N']:.2f}), iterations mean {fig['iterations_mean']:.1f} max {fig['iterations_max']}, "
+            f"{fig['iteration_cap_hits']} at the cap ({verdict})")
+
+
+def hud_numbers(fig: dict) -> tuple[float, float]:
+    """(the tip force N, the wound pitch m)."""
+    return fig.get("tip_force_N", math.nan), fig.get("pitch_m", math.nan)
+
+
+def hud(value: float, aux: float, met: bool) -> str:
+    pitch = f"pitch {aux * 1e3:.2f} mm" if math.isfinite(aux) else "pitch --"
+    return f"tension {value:.2f} N, {pitch} ({'target met' if met else 'target not met'})"

@@ -179,3 +179,21 @@ def block_mass(cfg: dict, density: float, src: str = "<config>") -> tuple[float,
     """The block's mass properties (seed 004 eqs. (1)-(10)) at `density` (reported, not simulated:
     the block is fixed)."""
     return block_mass_properties(parts(cfg, src)[1], density)
+
+
+# ---- the summary and HUD lines (``tasks.Task.line``, ``numbers``, ``hud``) --------------------
+
+def task_line(fig: dict, verdict: str) -> str:
+    return (f"docking             {'seated' if fig['seated'] else 'not seated'}: {fig['pins']} pins, "
+            f"{fig['lateral_offset_m'] * 1e3:.3f} mm off the axis, tilt {fig['tilt_deg']:.3f} deg, "
+            f"{fig['height_to_seat_m'] * 1e3:.3f} mm to go ({verdict})")
+
+
+def hud_numbers(fig: dict) -> tuple[float, float]:
+    """(the worst pin tip's height above its seat m, the lateral offset m)."""
+    return fig["height_to_seat_m"], fig["lateral_offset_m"]
+
+
+def hud(value: float, aux: float, met: bool) -> str:
+    return (f"{'seated' if met else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
+            f"offset {aux * 1e3:.2f} mm")

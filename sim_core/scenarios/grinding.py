@@ -418,3 +418,22 @@ def grinder_mesh(cfg: dict, segments: int = 32) -> TriMesh:
 def meshes(cfg: dict, src: str = "<config>") -> dict:
     """The view's meshes: the workpiece (its frame) and the grinder (its body frame)."""
     return {cfg["parts"]["static"]: geo.mesh(workpiece(cfg, src)), cfg["parts"]["moving"]: grinder_mesh(cfg)}
+
+
+# ---- the summary and HUD lines (``tasks.Task.line``, ``numbers``, ``hud``) --------------------
+
+def task_line(fig: dict, verdict: str) -> str:
+    return (f"normal force        RMS error {fig['normal_force_rms_error_pct']:.2f} % of "
+            f"{fig['normal_force_set_N']:g} N once in contact, {fig.get('normal_force_min_N', math.nan):.3f} .. "
+            f"{fig.get('normal_force_max_N', math.nan):.3f} N ({verdict})")
+
+
+def hud_numbers(fig: dict) -> tuple[float, float]:
+    """(the normal force's RMS error %, the set force N)."""
+    return fig["normal_force_rms_error_pct"], fig["normal_force_set_N"]
+
+
+def hud(value: float, aux: float, met: bool) -> str:
+    if not math.isfinite(value):
+        return f"normal force: set {aux:g} N (not pressing yet)"
+    return f"normal force RMS error {value:.1f} % of {aux:g} N ({'target met' if met else 'target not met'})"

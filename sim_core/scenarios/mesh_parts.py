@@ -171,3 +171,37 @@ def bolting_figures(res, revolutions: float = 3.0) -> dict:
     out["task_target"] = f"{p * 1e3:g} mm/rev +-{ADVANCE_TOLERANCE * 100:g} %"
     out["task_target_met"] = a is not None and abs(a - p) <= ADVANCE_TOLERANCE * p
     return out
+
+
+# ---- the summary and HUD lines (``tasks.Task.line``, ``numbers``, ``hud``) --------------------
+
+def peg_line(fig: dict, verdict: str) -> str:
+    return f"insertion depth     {fig['insertion_depth_m'] * 1e3:.2f} mm ({verdict})"
+
+
+def peg_numbers(fig: dict) -> tuple[float, float]:
+    """(insertion depth m, unused)."""
+    return fig["insertion_depth_m"], math.nan
+
+
+def peg_hud(value: float, aux: float, met: bool) -> str:
+    return f"insertion {value * 1e3:.2f} mm ({'target met' if met else 'target not met'})"
+
+
+def bolting_line(fig: dict, verdict: str) -> str:
+    if fig["advance_per_rev_m"] is None:
+        return f"engaged advance     n/a: the nut never engaged the thread ({verdict})"
+    return (f"engaged advance     {fig['advance_per_rev_m'] * 1e3:.4f} mm/rev over {fig['revolutions_measured']:.2f} "
+            f"rev from t = {fig['engaged_at_s']:.2f} s ({verdict})")
+
+
+def bolting_numbers(fig: dict) -> tuple[float, float]:
+    """(advance per revolution m, NaN before the nut engages; revolutions measured)."""
+    a = fig["advance_per_rev_m"]
+    return (math.nan if a is None else a), fig["revolutions_measured"]
+
+
+def bolting_hud(value: float, aux: float, met: bool) -> str:
+    if not math.isfinite(value):
+        return "advance -- (the nut has not engaged the thread)"
+    return f"advance {value * 1e3:.3f} mm/rev over {aux:.2f} rev ({'target met' if met else 'target not met'})"

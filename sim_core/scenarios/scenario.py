@@ -315,33 +315,19 @@ def summarize(res: RunResult, start: State) -> dict:
 
 def task_figures(res: RunResult) -> dict:
     """The task figure of a run (peg: insertion depth; bolting: advance per engaged turn;
-    docking: seated), with its target: ``task_target`` (text) and ``task_target_met``
-    (bool), from the task's entry in ``tasks.TASKS``.  The batch and the session summaries
-    both take it from here."""
-    return tasks.TASKS[res.scen.task].figures(res)
+    docking: seated; ...), with its target: ``task_target`` (text) and ``task_target_met``
+    (bool), and ``task`` (its name), from the task's entry in ``tasks.TASKS``.  The batch and
+    the session summaries both take it from here."""
+    fig = tasks.TASKS[res.scen.task].figures(res)
+    fig["task"] = res.scen.task
+    return fig
 
 
 def task_line(fig: dict) -> str:
-    """The task figure set against its target, one summary line (figures of ``task_figures``)."""
+    """The task figure set against its target, one summary line (figures of ``task_figures``;
+    the task's own part from its ``tasks.Task.line``)."""
     verdict = f"target {fig['task_target']}: {'met' if fig['task_target_met'] else 'NOT met'}"
-    if "seated" in fig:
-        return (f"docking             {'seated' if fig['seated'] else 'not seated'}: {fig['pins']} pins, "
-                f"{fig['lateral_offset_m'] * 1e3:.3f} mm off the axis, tilt {fig['tilt_deg']:.3f} deg, "
-                f"{fig['height_to_seat_m'] * 1e3:.3f} mm to go ({verdict})")
-    if "restitution_measured" in fig:
-        return (f"bounces             restitution {fig['restitution_measured']:.4f} (requested "
-                f"{fig['restitution_requested']:.4f}), {len(fig['bounce_apexes_m']) - 1} apexes, deepest "
-                f"{fig['ball_max_penetration_m'] * 1e6:.1f} um ({verdict})")
-    if "insertion_depth_m" in fig:
-        return f"insertion depth     {fig['insertion_depth_m'] * 1e3:.2f} mm ({verdict})"
-    if "normal_force_rms_error_pct" in fig:
-        return (f"normal force        RMS error {fig['normal_force_rms_error_pct']:.2f} % of "
-                f"{fig['normal_force_set_N']:g} N once in contact, {fig.get('normal_force_min_N', math.nan):.3f} .. "
-                f"{fig.get('normal_force_max_N', math.nan):.3f} N ({verdict})")
-    if fig["advance_per_rev_m"] is None:
-        return f"engaged advance     n/a: the nut never engaged the thread ({verdict})"
-    return (f"engaged advance     {fig['advance_per_rev_m'] * 1e3:.4f} mm/rev over {fig['revolutions_measured']:.2f} "
-            f"rev from t = {fig['engaged_at_s']:.2f} s ({verdict})")
+    return tasks.TASKS[fig["task"]].line(fig, verdict)
 
 
 class LiveFigures:
@@ -381,55 +367,27 @@ class LiveFigures:
         return task_fields(self.scen.task, self.figures)
 
 
-# SNAPSHOT "task"; 0: none yet
-TASK_CODES = {"bolting": 1.0, "peg_in_hole": 2.0, "docking": 3.0, "grinding": 4.0, "bouncing_ball": 5.0}
+# SNAPSHOT "task": each task's code (``tasks.Task.code``); 0: none yet
+TASK_CODES = {name: t.code for name, t in tasks.TASKS.items()}
 
 
 def task_fields(task: str, fig: dict | None) -> dict:
     """``task_figures``' figure as the snapshot's numbers: ``task`` (TASK_CODES), ``task_value``
-    (bolting: advance per revolution, NaN before the nut engages; peg: insertion depth; grinding:
-    the normal force's RMS error, %; bouncing_ball: the measured restitution; docking:
-    the worst pin tip's height above its seat, m), ``task_aux`` (bolting: revolutions measured;
-    docking: lateral offset, m; grinding: the set force, N; bouncing_ball: the requested
-    restitution), ``task_met`` (1 when the target is met; docking: seated)."""
+    and ``task_aux`` (the task's ``tasks.Task.numbers``), ``task_met`` (1 when the target is
+    met; docking: seated)."""
     if not fig:
         return {"task": 0.0, "task_value": math.nan, "task_aux": math.nan, "task_met": 0.0}
-    if task == "docking":
-        value, aux = fig["height_to_seat_m"], fig["lateral_offset_m"]
-    elif task == "peg_in_hole":
-        value, aux = fig["insertion_depth_m"], math.nan
-    elif task == "grinding":
-        value, aux = fig["normal_force_rms_error_pct"], fig["normal_force_set_N"]
-    elif task == "bouncing_ball":
-        value, aux = fig["restitution_measured"], fig["restitution_requested"]
-    else:
-        a = fig["advance_per_rev_m"]
-        value, aux = (math.nan if a is None else a), fig["revolutions_measured"]
+    value, aux = tasks.TASKS[task].numbers(fig)
     return {"task": TASK_CODES[task], "task_value": float(value), "task_aux": float(aux),
             "task_met": float(bool(fig["task_target_met"]))}
 
 
 def hud_text(code: float, value: float, aux: float, met: float) -> str:
-    """The HUD's task line from the snapshot's task fields (see ``task_fields``); "" when the
-    snapshot carries no figure yet."""
-    verdict = "target met" if met > 0.5 else "target not met"
-    if code == TASK_CODES["bolting"]:
-        if not math.isfinite(value):
-            return "advance -- (the nut has not engaged the thread)"
-        return f"advance {value * 1e3:.3f} mm/rev over {aux:.2f} rev ({verdict})"
-    if code == TASK_CODES["peg_in_hole"]:
-        return f"insertion {value * 1e3:.2f} mm ({verdict})"
-    if code == TASK_CODES["grinding"]:
-        if not math.isfinite(value):
-            return f"normal force: set {aux:g} N (not pressing yet)"
-        return f"normal force RMS error {value:.1f} % of {aux:g} N ({verdict})"
-    if code == TASK_CODES["bouncing_ball"]:
-        if not math.isfinite(value):
-            return f"restitution: requested {aux:g} (no bounce yet)"
-        return f"restitution {value:.4f} of {aux:g} ({verdict})"
-    if code == TASK_CODES["docking"]:
-        return (f"{'seated' if met > 0.5 else 'not seated'}, worst tip {value * 1e3:.2f} mm from its seat, "
-                f"offset {aux * 1e3:.2f} mm")
+    """The HUD's task line from the snapshot's task fields (see ``task_fields``; the task's
+    ``tasks.Task.hud``); "" when the snapshot carries no figure yet."""
+    for t in tasks.TASKS.values():
+        if code == t.code:
+            return t.hud(value, aux, met > 0.5)
     return ""
 
 

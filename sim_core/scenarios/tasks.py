@@ -33,6 +33,11 @@ class Task:
                                # [[waypoints]] positions name, part axes; None: they name the COM
     meshes: Callable | None = None     # (cfg, src) -> {part name: mesh}: generated meshes the view
                                # draws; None: the parts' meshes are asset files (assets/parts)
+    line: Callable | None = None       # (fig, verdict) -> the summary's task line (``scenario.task_line``)
+    numbers: Callable | None = None    # fig -> (value, aux): the snapshot's task numbers (``scenario.task_fields``)
+    hud: Callable | None = None        # (value, aux, met) -> the HUD's task line (``scenario.hud_text``)
+    code: float = 0.0                  # the snapshot's task code (records.SNAPSHOT "task"; 0: none): fixed,
+                                       # logs keep it
     control: Callable | None = None    # (cfg, src) -> a controller spec (``start()`` -> a loop with
                                # ``inputs(model, state, dt)`` and ``measure(state, info)``) that makes
                                # each step's set pose in place of the waypoints (grinding's force
@@ -44,16 +49,23 @@ def _docking_dims(cfg: dict, src: str) -> tuple[dict, dict]:
 
 
 TASKS: dict[str, Task] = {
-    "bolting": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.bolting_figures),
-    "peg_in_hole": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.peg_figures),
+    "bolting": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.bolting_figures,
+                    line=mesh_parts.bolting_line, numbers=mesh_parts.bolting_numbers, hud=mesh_parts.bolting_hud,
+                    code=1.0),
+    "peg_in_hole": Task(build=mesh_parts.build, dims=mesh_parts.dims, figures=mesh_parts.peg_figures,
+                        line=mesh_parts.peg_line, numbers=mesh_parts.peg_numbers, hud=mesh_parts.peg_hud, code=2.0),
     "docking": Task(build=docking.build, dims=_docking_dims, figures=docking.task_figures,
-                    set_point=docking.com_part, meshes=docking.meshes),
-    "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures,
-                           meshes=bouncing_ball.meshes),
+                    set_point=docking.com_part, meshes=docking.meshes, line=docking.task_line,
+                    numbers=docking.hud_numbers, hud=docking.hud, code=3.0),
     "grinding": Task(build=grinding.build, dims=grinding.dims, figures=grinding.figures, meshes=grinding.meshes,
-                     control=grinding.control),
+                     control=grinding.control, line=grinding.task_line, numbers=grinding.hud_numbers,
+                     hud=grinding.hud, code=4.0),
+    "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures,
+                          meshes=bouncing_ball.meshes, line=bouncing_ball.task_line,
+                          numbers=bouncing_ball.hud_numbers, hud=bouncing_ball.hud, code=5.0),
     "cable_winding": Task(build=cable_winding.build, dims=cable_winding.dims, figures=cable_winding.figures,
-                          meshes=cable_winding.meshes, control=cable_winding.control),
+                          meshes=cable_winding.meshes, control=cable_winding.control, line=cable_winding.task_line,
+                          numbers=cable_winding.hud_numbers, hud=cable_winding.hud, code=6.0),
 }
 
 
