@@ -107,7 +107,7 @@ def run_lockstep(scenario_name: str, duration: float, events=(), frame_period: f
                 if control is not None:
                     control.measure(state, sinfo)
                 at, found = physics_loop.proxy_contacts(model, before, inp)
-                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model, h))
+                lc = LocalContact.from_array(physics_loop.local_contact_array(at, found, model, h, state))
                 tr.t.append(state.t)
                 tr.part_p.append(state.p_w[h].copy())
                 tr.part_R.append(state.R_wb[h].copy())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import fields
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from app.loops import RateStats, sleep_until
 from haptics.local_contact import LocalContact
 from sim_core import step as step_mod
 from sim_core.contact import materials
+from sim_core.dynamics import couplings
 from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, TICK, pack_physics, snapshot_layout
 from sim_core.systems.arm.system import joints
 from sim_core.types import Inputs, State
@@ -48,11 +50,30 @@ def proxy_inputs(v: np.ndarray, model=None, state: State | None = None) -> Input
     return held_inputs(model, state, PROXY.get(v, "p"), R, V[:3], R @ V[3:])
 
 
-def local_contact_array(at: State, c, model, body: int = 0) -> np.ndarray:
+def held_pull(model, state: State, body: int) -> np.ndarray:
+    """(6,) [f_w N; tau_b N m]: what the couplings on `body` (a cable's joints) pull it with at
+    `state` -- the potential's force, the generalized force ``couplings.apply`` adds at rest
+    (zero twist: the damping's share left out).  Zeros without couplings on it."""
+    cp = model.couplings
+    if cp is None or len(cp) == 0:
+        return np.zeros(6)
+    on = np.flatnonzero((cp.a == body) | (cp.b == body))
+    if on.size == 0:
+        return np.zeros(6)
+    sub = type(cp)(*(None if v is None else v[on] for v in (getattr(cp, f.name) for f in fields(cp))))
+    n = len(state.p_w)
+    A, rhs = np.zeros((n, 6, 6)), np.zeros((n, 6))
+    couplings.apply(sub, state.p_w, state.R_wb, np.zeros((n, 6)), model.dt, A, rhs, np.zeros((n, 3)))
+    return rhs[body].copy()
+
+
+def local_contact_array(at: State, c, model, body: int = 0, state: State | None = None) -> np.ndarray:
     """The contacts `c` that push `body` (the held part), in its body frame at the pose `at`
     they were found at, each with the friction of its pair's material
     (``materials.per_contact``); a contact whose other side is `body` is turned round (its
-    normal pushes `body`)."""
+    normal pushes `body`).  With the physics `state`: the pull of `body`'s couplings there too
+    (``held_pull``, ``LocalContact.f_ext``)."""
+    pull = None if state is None else held_pull(model, state, body)
     if c is None or len(c) == 0:
         r_b = np.zeros((0, 3))
         n_w = np.zeros((0, 3))
@@ -69,7 +90,8 @@ def local_contact_array(at: State, c, model, body: int = 0) -> np.ndarray:
             mu = np.concatenate([mu_all[mine], mu_all[theirs]])
         r_b = (x_w - at.p_w[body]) @ at.R_wb[body]
     keep = np.argsort(d, kind="stable")[:MAX_CONTACTS]          # the deepest, if ever more
-    return LocalContact(at.t, at.p_w[body], at.R_wb[body], r_b[keep], n_w[keep], d[keep], mu[keep]).to_array()
+    return LocalContact(at.t, at.p_w[body], at.R_wb[body], r_b[keep], n_w[keep], d[keep], mu[keep],
+                        f_ext=pull).to_array()
 
 
 def proxy_contacts(model, state: State, inp: Inputs):
@@ -170,7 +192,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         if control is not None:
             control.measure(state, info)
         at, found = proxy_contacts(model, before, hand)
-        contact_slot.write(local_contact_array(at, found, model, model.hand_body))
+        contact_slot.write(local_contact_array(at, found, model, model.hand_body, state))
         end = clock()
         misses += int(late + (end - start) > T)
         stats.tick(start, end)

@@ -20,6 +20,12 @@ dq = [p - p_ref; log(R R_ref^T)] (rotation vector in world axes).
 Each contact carries its own friction coefficient mu (its pair's material,
 ``contact.materials``), so a proxy touching two parts of different materials feels each.
 
+Besides the contacts, ``f_ext`` carries what the held body's couplings pull it with at the
+physics state (a cable's tension on the end the hand holds, ``app.physics_loop.held_pull``):
+the proxy feels it as a constant wrench until the next publication.  Its stiffness is the
+cable's, seen through the physics step (a few hundred N/m for the winding's free length), far
+below what the coupling to the device renders, so the 10 ms hold costs no stability.
+
 Shared memory: ``to_array`` packs everything into ``PACKED_SIZE`` float64 values with room
 for ``MAX_CONTACTS`` contacts, ``from_array`` checks and unpacks (a bad buffer is a
 ``ValueError``, never silent garbage).
@@ -34,7 +40,7 @@ from numba import njit
 from sim_core.math.so3 import log_so3
 
 MAX_CONTACTS = 32
-FORMAT_VERSION = 2.0                      # 2: mu per contact (1: one mu in the header)
+FORMAT_VERSION = 3.0                      # 3: f_ext (2: mu per contact; 1: one mu in the header)
 # layout of the packed buffer: header, then the fixed-size blocks
 _HDR = 5                                  # version, t, M, has_nc, dc
 _P = _HDR                                 # p_ref_w (3)
@@ -44,7 +50,8 @@ _RB = _NC + 6                             # r_b (MAX_CONTACTS * 3)
 _NW = _RB + 3 * MAX_CONTACTS              # n_w (MAX_CONTACTS * 3)
 _D = _NW + 3 * MAX_CONTACTS               # d (MAX_CONTACTS)
 _MU = _D + MAX_CONTACTS                   # mu (MAX_CONTACTS)
-PACKED_SIZE = _MU + MAX_CONTACTS          # 279 float64 values
+_FX = _MU + MAX_CONTACTS                  # f_ext (6): [f_w; tau_b]
+PACKED_SIZE = _FX + 6                     # 285 float64 values
 # a unit normal must be unit to this (the physics loop normalizes SDF gradients in float64)
 UNIT_TOL = 1e-6
 # a rotation matrix must be orthonormal to this
@@ -63,6 +70,8 @@ class LocalContact:
     mu: np.ndarray            # (M,) Coulomb friction coefficient of each contact (a number: all of them)
     nc_w: np.ndarray | None = None   # (6,) C-space normal [lin world; ang world] or None
     dc: float = 0.0           # C-space gap at the reference pose (units of nc_w . dq)
+    f_ext: np.ndarray | None = None  # (6,) [N (world), N m (body axes)]: the held body's couplings'
+                                     # pull at the physics state; None: none (zeros)
 
     def __post_init__(self):
         for name, shape in (("p_ref_w", (3,)), ("R_ref_wb", (3, 3))):
@@ -88,6 +97,10 @@ class LocalContact:
             if nc.shape != (6,):
                 raise ValueError(f"LocalContact.nc_w: shape {nc.shape}, expected (6,)")
             object.__setattr__(self, "nc_w", nc)
+        f = np.zeros(6) if self.f_ext is None else np.ascontiguousarray(self.f_ext, dtype=np.float64)
+        if f.shape != (6,):
+            raise ValueError(f"LocalContact.f_ext: shape {f.shape}, expected (6,)")
+        object.__setattr__(self, "f_ext", f)
 
     def __len__(self) -> int:
         return int(self.d.shape[0])
@@ -115,6 +128,7 @@ class LocalContact:
         a[_NW:_NW + 3 * m] = self.n_w.reshape(-1)
         a[_D:_D + m] = self.d
         a[_MU:_MU + m] = self.mu
+        a[_FX:_FX + 6] = self.f_ext
         return a
 
     @classmethod
@@ -130,7 +144,7 @@ class LocalContact:
             raise ValueError(f"LocalContact buffer: contact count {m!r} not in 0..{MAX_CONTACTS}")
         m = int(m)
         mu = a[_MU:_MU + m].copy()
-        used = np.concatenate([a[:_RB], a[_RB:_RB + 3 * m], a[_NW:_NW + 3 * m], a[_D:_D + m], mu])
+        used = np.concatenate([a[:_RB], a[_RB:_RB + 3 * m], a[_NW:_NW + 3 * m], a[_D:_D + m], mu, a[_FX:_FX + 6]])
         if not np.all(np.isfinite(used)):
             raise ValueError("LocalContact buffer: non-finite value")
         if m and not mu.min() >= 0.0:
@@ -143,7 +157,7 @@ class LocalContact:
             raise ValueError("LocalContact buffer: normal n_w is not unit")
         nc = a[_NC:_NC + 6].copy() if a[3] != 0.0 else None
         return cls(float(a[1]), a[_P:_P + 3].copy(), R, a[_RB:_RB + 3 * m].reshape(m, 3).copy(), n,
-                   a[_D:_D + m].copy(), mu, nc, float(a[4]))
+                   a[_D:_D + m].copy(), mu, nc, float(a[4]), a[_FX:_FX + 6].copy())
 
 
 @njit(cache=True)

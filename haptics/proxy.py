@@ -234,7 +234,8 @@ class Proxy:
         return pmi.kinetic_energy(self.mass, self.inertia_b, self.V)
 
     def step(self, F_coupling, B_coupling, lc: LocalContact | None, T: float) -> ProxyStepInfo:
-        """Advance one tick under the coupling wrench F - B V+ and the local contacts."""
+        """Advance one tick under the coupling wrench F - B V+, the local contacts and the
+        held body's couplings' pull (``LocalContact.f_ext``)."""
         F = np.asarray(F_coupling, dtype=np.float64)
         B = np.asarray(B_coupling, dtype=np.float64)
         if lc is None:
@@ -243,6 +244,8 @@ class Proxy:
         lam0 = self._lam if warm else np.zeros((len(lc), 3))
         use_nc = lc.nc_w is not None
         nc = lc.nc_w if use_nc else _ZERO6
+        if lc.f_ext.any():
+            F = F + lc.f_ext
         p1, R1, V1, W, lam, lam_c, sweeps, gmin, work_f, work_c, budget = proxy_kernel(
             self.mass, self.inertia_b, self.p_w, self.R_wb, self.V, F, B, T, lc.r_b, lc.n_w, lc.d,
             lc.p_ref_w, lc.R_ref_wb, lc.mu, nc, lc.dc, use_nc, self.beta, self.iterations,

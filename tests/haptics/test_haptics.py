@@ -146,11 +146,12 @@ def test_local_contact_packs_and_unpacks():
     n = rng.normal(size=(12, 3))
     lc = LocalContact(0.25, rng.normal(size=3), exp_so3(rng.normal(size=3)), rng.normal(size=(12, 3)),
                       n / np.linalg.norm(n, axis=1)[:, None], rng.normal(size=12) * 1e-4,
-                      rng.uniform(0.0, 0.5, 12), nc_w=rng.normal(size=6), dc=1e-4)   # a mu per contact
+                      rng.uniform(0.0, 0.5, 12), nc_w=rng.normal(size=6), dc=1e-4,   # a mu per contact
+                      f_ext=rng.normal(size=6))
     a = lc.to_array()
     assert a.shape == (PACKED_SIZE,) and a.dtype == np.float64
     back = LocalContact.from_array(a)
-    for f in ("p_ref_w", "R_ref_wb", "r_b", "n_w", "d", "nc_w", "mu"):
+    for f in ("p_ref_w", "R_ref_wb", "r_b", "n_w", "d", "nc_w", "mu", "f_ext"):
         assert np.array_equal(getattr(back, f), getattr(lc, f))
     assert (back.t, back.dc) == (lc.t, lc.dc)
     assert np.array_equal(wall(0.2).mu, [0.2] * 3)               # a number: every contact's
@@ -159,7 +160,8 @@ def test_local_contact_packs_and_unpacks():
 
 
 @pytest.mark.parametrize("slot, value, word", [(0, 7.0, "version"), (2, 33.0, "count"), (2, 2.5, "count"),
-                                               (6, np.nan, "non-finite"), (local_contact._MU, -0.1, "mu")])
+                                               (6, np.nan, "non-finite"), (local_contact._MU, -0.1, "mu"),
+                                               (local_contact._FX + 2, np.inf, "non-finite")])
 def test_local_contact_rejects_bad_buffers(slot, value, word):
     a = wall(0.2).to_array()
     a[slot] = value
@@ -215,6 +217,19 @@ def test_free_proxy_follows_the_closed_forms():
         v = (MASS / T * v + 1.0) / (MASS / T + b)
     assert pr.V[0] == pytest.approx(v, rel=1e-12)
     assert v == pytest.approx(1.0 / b * (1 - (1 + b * T / MASS) ** -n), rel=1e-12)
+
+
+def test_proxy_feels_the_published_pull_as_a_constant_wrench():
+    """A cable's tension on the held end (``LocalContact.f_ext``) accelerates a free proxy at
+    f / m, and a torque about a principal axis at tau / I, exactly (PMI of a constant wrench)."""
+    f = np.array([0.3, -0.2, 0.5, 0.0, 0.0, 2e-4])
+    lc = LocalContact(0.0, P0, np.eye(3), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), 0.0, f_ext=f)
+    px = Proxy(MASS, INERTIA, P0, np.eye(3))
+    T, n = 1e-3, 50
+    for _ in range(n):
+        px.step(np.zeros(6), np.zeros((6, 6)), lc, T)
+    assert np.allclose(px.V[:3], f[:3] / MASS * n * T, rtol=1e-12, atol=0.0)
+    assert px.V[5] == pytest.approx(f[5] / INERTIA[2, 2] * n * T, rel=1e-9)
 
 
 def test_proxy_energy_balance_with_contacts_and_coupling():
