@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from sim_core import shapes
+from sim_core.collision import batch
 from sim_core.collision import detectors as collision
 from sim_core.contact import body_body, clustering, compliant_stage, cspace, frames, materials, solver_sor
 from sim_core.contact.solvers import SOLVERS, Solution
@@ -96,7 +97,18 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
     laps = Laps() if laps is None else laps
     sets, d_all, n_cand, n_cont, fell = [], [], 0, 0, False
     cluster = clustering.CLUSTERINGS[model.contact.clustering]
+    groups, grouped = batch.plan(model)           # many capsules against one world shape: one call
+    for g in groups:
+        found = batch.detect(model, state, g, dt)
+        sets.append(found)
+        d_all.append(found.d)
+        n_cand += g.body.shape[0]
+        n_cont += len(found)
+    if groups:
+        laps.lap("detection")
     for k, pair in enumerate(model.pairs):
+        if grouped[k]:
+            continue
         a, b = model.shapes[pair.a], model.shapes[pair.b]
         pose_a, pose_b = shapes.pose(state, a.body), shapes.pose(state, b.body)
         # the pair's material: its band at detection (materials.pair_params), its index on the contacts
@@ -117,7 +129,10 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
         n_cand += det.n_candidates
         n_cont += len(det.nodes)
     d = d_all[0] if len(d_all) == 1 else np.concatenate(d_all) if d_all else np.zeros(0)
-    return Found(Contacts.concat(sets), d, n_cand, n_cont, fell)
+    found = Contacts.concat(sets)
+    if groups and len(sets) > 1:                  # the pairs' contacts in the model's pair order
+        found = found.rows(np.argsort(found.pairs(), kind="stable"))
+    return Found(found, d, n_cand, n_cont, fell)
 
 
 def cspace_row(model: Model, state: State):
