@@ -83,8 +83,12 @@ class Couplings:
     R_a: np.ndarray                # (c,3,3) anchor frame in a's frame (in the world if a is WORLD)
     r_b: np.ndarray                # (c,3) m, anchor point on b from its COM, b's axes
     R_b: np.ndarray                # (c,3,3) anchor frame in b's frame
-    K: np.ndarray                  # (c,6) [N/m x3, N m/rad x3], world axes
-    D: np.ndarray                  # (c,6) [N s/m x3, N m s/rad x3]
+    K: np.ndarray                  # (c,6) [N/m x3, N m/rad x3], diagonal in the axes `frame` names
+    D: np.ndarray                  # (c,6) [N s/m x3, N m s/rad x3], the same axes
+    # (c,) int64, the axes K and D are diagonal in: FRAME_WORLD (0) world axes, e as above;
+    # FRAME_ANCHOR (1) a's anchor frame R_ga, e_loc = blockdiag(R_ga^T) e (a Cosserat rod's
+    # strains, ``scenarios.cable``).  None: every coupling in world axes (today's arithmetic).
+    frame: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.b.shape[0])
@@ -352,6 +356,217 @@ def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, theta, T, A, rh
     return Aab, err, force
 
 
+# ---- couplings diagonal in a's anchor frame (FRAME_ANCHOR) --------------------------------------
+
+FRAME_WORLD = 0    # K, D diagonal in world axes (the chain, the belt, the arm's grasp)
+FRAME_ANCHOR = 1   # K, D diagonal in a's anchor frame R_ga (a Cosserat rod's strains)
+
+
+@njit(cache=True)
+def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e):
+    """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
+    maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
+    with the turns tha, thb (module docstring, "Frames"): translational rows exact,
+    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant)."""
+    w1, w2, w3 = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    Gwa, Gwb = np.zeros((6, 6)), np.zeros((6, 6))
+    Rga, Rga1, Rgb, Rgb1 = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    d, u = np.zeros(3), np.empty(3)
+    for p in range(6):
+        for q in range(6):
+            Ga[p, q] = 0.0
+            Gb[p, q] = 0.0
+    _map(Rwb, rb, thb, Gwb, w1, w2, w3)
+    _mm(Rwb, RB, Rgb)
+    x, y, _ = _coeffs(thb)
+    _poly(thb, x, y, w1)
+    _mm(Rwb, w1, w2)
+    _mm(w2, RB, Rgb1)
+    for q in range(3):
+        d[q] = -pb[q]
+    _mv(Rwb, rb, d, -1.0)
+    if has_a:
+        _map(Rwa, ra, tha, Gwa, w1, w2, w3)
+        _mm(Rwa, RA, Rga)
+        x, y, _ = _coeffs(tha)
+        _poly(tha, x, y, w1)
+        _mm(Rwa, w1, w2)
+        _mm(w2, RA, Rga1)
+        for q in range(3):
+            d[q] += pa[q]
+        _mv(Rwa, ra, d, 1.0)
+    else:
+        Rga[:] = RA
+        Rga1[:] = RA
+        for q in range(3):
+            d[q] += ra[q]
+    _mtv(Rga, d, u)
+    for q in range(3):
+        e[q] = u[q]
+    # translational rows: R_ga1^T times the world rows (the anchors' exact displacements) ...
+    for q in range(3):
+        for col in range(6):
+            acc_b = 0.0
+            acc_a = 0.0
+            for m in range(3):
+                acc_b += Rga1[m, q] * Gwb[m, col]
+                acc_a += Rga1[m, q] * Gwa[m, col]
+            Gb[q, col] = acc_b
+            Ga[q, col] = acc_a
+    # ... plus the frame's own turn: (R_ga1 - R_ga)^T d = R_A^T J_r(th_a) S(R_wa^T d) th_a
+    if has_a:
+        _mtv(Rwa, d, u)
+        _skew_into(u, w2)
+        _, x, y = _coeffs(tha)
+        _poly(tha, -x, y, w1)              # J_r(th_a) = J_l(-th_a)
+        _mm(w1, w2, w3)
+        _mtm(RA, w3, w1)
+        for q in range(3):
+            for col in range(3):
+                Ga[q, 3 + col] += w1[q, col]
+    # rotational rows: log(R_gb^T R_ga) (the same vector in a's and b's anchor frames);
+    # linear part [0, R_A^T] and [0, R_ga^T R_wb]
+    _mtm(Rgb, Rga, w1)
+    v = log_so3(w1)
+    for q in range(3):
+        e[3 + q] = v[q]
+    _mtm(Rga, Rwb, w1)
+    for q in range(3):
+        for col in range(3):
+            Gb[3 + q, 3 + col] = w1[q, col]
+            if has_a:
+                Ga[3 + q, 3 + col] = RA[col, q]
+    if not rot:
+        return
+    s = thb[0] * thb[0] + thb[1] * thb[1] + thb[2] * thb[2]
+    if has_a:
+        s += tha[0] * tha[0] + tha[1] * tha[1] + tha[2] * tha[2]
+    if s <= SECANT_FLOOR:
+        return
+    _mtm(Rgb1, Rga1, w1)
+    v1 = log_so3(w1)
+    cr = np.empty(3)
+    for q in range(3):
+        acc = v1[q] - v[q]
+        for col in range(3):
+            acc += Gb[3 + q, 3 + col] * thb[col]
+            if has_a:
+                acc -= Ga[3 + q, 3 + col] * tha[col]
+        cr[q] = acc / s
+    for q in range(3):
+        for col in range(3):
+            Gb[3 + q, 3 + col] -= cr[q] * thb[col]
+            if has_a:
+                Ga[3 + q, 3 + col] += cr[q] * tha[col]
+
+
+@njit(cache=True)
+def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force):
+    """``coupling_terms`` for the FRAME_ANCHOR couplings (frame[k] == 1; the others are left
+    alone): their terms added to A (B,6,6), rhs (B,6), and written into Aab (c,6,6), err (c,6),
+    force (c,6) in place."""
+    Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
+    zero3 = np.zeros(3)
+    eye = np.eye(3)
+    ed, h, F0 = np.empty(6), np.empty(6), np.empty(6)
+    for k in range(b.shape[0]):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        j = b[k]
+        i = a[k]
+        rot = False
+        for q in range(3, 6):
+            rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
+        e = err[k]
+        if i >= 0:
+            _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
+                        theta[j], rot, Ga, Gb, e)
+        else:
+            _local_maps(False, zero3, eye, R_a[k], r_a[k], zero3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
+                        rot, Ga, Gb, e)
+        ed[:] = 0.0
+        _gv(Gb, V[j], ed, -1.0)
+        if i >= 0:
+            _gv(Ga, V[i], ed, 1.0)
+        for q in range(6):
+            h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+            F0[q] = K[k, q] * e[q] + h[q] * ed[q]
+        force[k] = F0
+        Aab[k] = 0.0
+        _gthg(Gb, h, Gb, A[j], 1.0)
+        _gtv(Gb, F0, rhs[j], 1.0)
+        if i >= 0:
+            _gthg(Ga, h, Ga, A[i], 1.0)
+            _gtv(Ga, F0, rhs[i], -1.0)
+            _gthg(Ga, h, Gb, Aab[k], -1.0)
+
+
+@njit(cache=True)
+def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, theta, T, A, Jab, Jba):
+    """``newton_terms`` for the FRAME_ANCHOR couplings, in place: the chord G^T H G at theta
+    (the maps' change with the turns left out: for a rod's joints it is O(|F| |r| T) against
+    the O(K T) kept, and the passes converge -- measured in the cable tests)."""
+    Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
+    zero3 = np.zeros(3)
+    eye = np.eye(3)
+    e, h = np.empty(6), np.empty(6)
+    for k in range(b.shape[0]):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        j = b[k]
+        i = a[k]
+        rot = False
+        for q in range(3, 6):
+            rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
+        if i >= 0:
+            _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
+                        theta[j], rot, Ga, Gb, e)
+        else:
+            _local_maps(False, zero3, eye, R_a[k], r_a[k], zero3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
+                        rot, Ga, Gb, e)
+        for q in range(6):
+            h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+        _gthg(Gb, h, Gb, A[j], 1.0)
+        if i >= 0:
+            _gthg(Ga, h, Ga, A[i], 1.0)
+            _gthg(Ga, h, Gb, Jab[k], -1.0)
+            _gthg(Gb, h, Ga, Jba[k], -1.0)
+
+
+def _framed(cp: Couplings) -> bool:
+    """Whether any coupling is FRAME_ANCHOR (else today's world-axes kernels alone run)."""
+    return cp.frame is not None and bool(np.any(cp.frame == FRAME_ANCHOR))
+
+
+def _world_only(cp: Couplings):
+    """K, D with the FRAME_ANCHOR rows zeroed: what the world-axes kernels see of a mixed set."""
+    w = (cp.frame != FRAME_ANCHOR)[:, None]
+    return cp.K * w, cp.D * w
+
+
+def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
+    """(A_ab (c,6,6), e (c,6), F0 (c,6)) of every coupling at the turns theta, the diagonal terms
+    added to A, rhs in place: ``coupling_terms``, and ``local_terms`` for FRAME_ANCHOR rows."""
+    if not _framed(cp):
+        return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta, T, A, rhs)
+    K0, D0 = _world_only(cp)
+    Aab, e, F0 = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, K0, D0, p_w, R_wb, V, theta, T, A, rhs)
+    local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w, R_wb, V,
+                theta, T, A, rhs, Aab, e, F0)
+    return Aab, e, F0
+
+
+def _newton(cp: Couplings, R_wb, p_w, e, V, Vn, theta, T, J):
+    """``newton_terms`` (world axes) and ``local_newton_terms`` (FRAME_ANCHOR rows)."""
+    if not _framed(cp):
+        return newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
+    K0, D0 = _world_only(cp)
+    Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
+    local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+                       R_wb, theta, T, J, Jab, Jba)
+    return Jab, Jba
+
+
 def left_jacobian_numpy(th) -> np.ndarray:
     """``left_jacobian`` in NumPy (the reference)."""
     t = float(np.linalg.norm(th))
@@ -371,6 +586,44 @@ def turned_map(R_wb, r_b, th) -> np.ndarray:
     return G
 
 
+def _local_maps_numpy(cp: Couplings, k, i, j, p_w, R_wb, theta):
+    """``_local_maps`` in NumPy, written from the module docstring's "Frames" directly: the
+    translational rows from the reached anchor frame, the rotational rows' secant from the
+    reached log."""
+    from scipy.spatial.transform import Rotation
+
+    def S(x):
+        return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+    def turn(th):
+        return Rotation.from_rotvec(th).as_matrix()
+
+    world = i == WORLD
+    tha = np.zeros(3) if world else theta[i]
+    Rwa = np.eye(3) if world else R_wb[i]
+    xa = cp.r_a[k] if world else p_w[i] + R_wb[i] @ cp.r_a[k]
+    Rga, Rga1 = Rwa @ cp.R_a[k], Rwa @ turn(tha) @ cp.R_a[k]
+    Rgb, Rgb1 = R_wb[j] @ cp.R_b[k], R_wb[j] @ turn(theta[j]) @ cp.R_b[k]
+    d = xa - (p_w[j] + R_wb[j] @ cp.r_b[k])
+    Gb = np.zeros((6, 6))
+    Gb[:3] = Rga1.T @ turned_map(R_wb[j], cp.r_b[k], theta[j])[:3]
+    Gb[3:, 3:] = Rga.T @ R_wb[j]
+    Ga = np.zeros((6, 6))
+    if not world:
+        Ga[:3] = Rga1.T @ turned_map(Rwa, cp.r_a[k], tha)[:3]
+        Ga[:3, 3:] += cp.R_a[k].T @ left_jacobian_numpy(-tha) @ S(Rwa.T @ d)
+        Ga[3:, 3:] = cp.R_a[k].T
+    e = np.concatenate([Rga.T @ d, Rotation.from_matrix(Rgb.T @ Rga).as_rotvec()])
+    s = theta[j] @ theta[j] + tha @ tha
+    if (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
+        de = Rotation.from_matrix(Rgb1.T @ Rga1).as_rotvec() - e[3:]
+        cr = (de - (Ga[3:, 3:] @ tha - Gb[3:, 3:] @ theta[j])) / s
+        Gb[3:, 3:] -= np.outer(cr, theta[j])
+        if not world:
+            Ga[3:, 3:] += np.outer(cr, tha)
+    return Ga, Gb, e
+
+
 def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
     """``coupling_terms`` in plain NumPy, one coupling at a time (the reference the kernel is
     tested against)."""
@@ -387,7 +640,9 @@ def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
                                     p_w[i] + R_wb[i] @ cp.r_a[k], V[i], theta[i])
         e = np.concatenate([xa - xb, Rgb @ Rotation.from_matrix(Rgb.T @ Rga).as_rotvec()])
         s = theta[j] @ theta[j] + tha @ tha
-        if (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
+        if cp.frame is not None and cp.frame[k] == FRAME_ANCHOR:
+            Ga, Gb, e = _local_maps_numpy(cp, k, i, j, p_w, R_wb, theta)
+        elif (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
             Rb1 = R_wb[j] @ Rotation.from_rotvec(theta[j]).as_matrix() @ cp.R_b[k]
             Ra1 = Rga if i == WORLD else R_wb[i] @ Rotation.from_rotvec(tha).as_matrix() @ cp.R_a[k]
             lin = (0.0 if i == WORLD else R_wb[i] @ tha) - R_wb[j] @ theta[j]
@@ -573,27 +828,26 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     with the smallest Newton step (passes = max_iter; the energy is then not exact); not
     finite: theta = 0, the start-of-step map (passes = -1)."""
     T = float(T)
-    args = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V)
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
-    Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+    Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
     jac, d = None, np.inf
     best = (np.inf, theta, (A1, b1, Aab, e))
     for it in range(max_iter):
         theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
         A1, b1 = A.copy(), rhs.copy()
-        Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+        Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
         if jac is None or d > NEWTON_REFRESH * np.abs(theta).max():
             J = A.copy()
-            Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
+            Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
             jac = (J, Jab, Jba)
         dV = block_solve(cp, *jac, _residual(A1, b1, cp.a, cp.b, Aab, Vn))
         d = 0.5 * T * np.abs(dV[:, 3:]).max()
         if not np.isfinite(d):
             theta = np.zeros_like(theta)
             A1, b1 = A.copy(), rhs.copy()
-            Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
             return theta, -1, (A1, b1, Aab, e)
         if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
             return theta, it + 1, (A1, b1, Aab, e)
@@ -616,8 +870,7 @@ def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
         A[...] = A1
         rhs[...] = b1
         return Aab, e
-    Aab, e, _ = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta,
-                               float(T), A, rhs)
+    Aab, e, _ = terms(cp, p_w, R_wb, V, theta, float(T), A, rhs)
     return Aab, e
 
 
