@@ -501,36 +501,89 @@ def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A
             _gthg(Ga, h, Gb, Aab[k], -1.0)
 
 
+# The turn step of the FRAME_ANCHOR couplings' finite-difference turn stiffness (rad), relative
+# to the turn (at least TURN_FLOOR): central differences, so the derivative's error is ~h^2
+# of its curvature and ~rounding / h -- some 1e-8 relative, far finer than Newton needs.
+TURN_FD = 1e-4
+
+
 @njit(cache=True)
-def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, theta, T, A, Jab, Jba):
-    """``newton_terms`` for the FRAME_ANCHOR couplings, in place: the chord G^T H G at theta
-    (the maps' change with the turns left out: for a rod's joints it is O(|F| |r| T) against
-    the O(K T) kept, and the passes converge -- measured in the cable tests)."""
+def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, Vsb, Ga, Gb, e, F, Qa, Qb):
+    """A FRAME_ANCHOR coupling's generalized forces at the turns (tha, thb) with the velocity
+    sums Vs = V_k + V+ held: F = K e + h (Ga Vsa - Gb Vsb), Qa = -Ga^T F, Qb = Gb^T F."""
+    _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e)
+    F[:] = 0.0
+    _gv(Gb, Vsb, F, -1.0)
+    if has_a:
+        _gv(Ga, Vsa, F, 1.0)
+    for q in range(6):
+        F[q] = K[q] * e[q] + h[q] * F[q]
+    Qa[:] = 0.0
+    Qb[:] = 0.0
+    _gtv(Ga, F, Qa, -1.0)
+    _gtv(Gb, F, Qb, 1.0)
+
+
+@njit(cache=True)
+def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, A, Jab, Jba):
+    """``newton_terms`` for the FRAME_ANCHOR couplings, in place: G^T H G at theta, and the
+    generalized forces' change with the turns (theta = T (w_k + w+)/2 moves with V+) by
+    central differences in the six turns a coupling sees (TURN_FD): the maps' whole
+    dependence, the rotational rows' secant included."""
     Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
     zero3 = np.zeros(3)
     eye = np.eye(3)
-    e, h = np.empty(6), np.empty(6)
+    e, h, F = np.empty(6), np.empty(6), np.empty(6)
+    Qa1, Qb1, Qa2, Qb2 = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    Vsa, Vsb = np.zeros(6), np.empty(6)
+    tha, thb = np.zeros(3), np.empty(3)
     for k in range(b.shape[0]):
         if frame[k] != FRAME_ANCHOR:
             continue
         j = b[k]
         i = a[k]
+        has_a = i >= 0
         rot = False
         for q in range(3, 6):
             rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
-        if i >= 0:
-            _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
-                        theta[j], rot, Ga, Gb, e)
-        else:
-            _local_maps(False, zero3, eye, R_a[k], r_a[k], zero3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
-                        rot, Ga, Gb, e)
         for q in range(6):
             h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+            Vsb[q] = V[j, q] + Vn[j, q]
+            if has_a:
+                Vsa[q] = V[i, q] + Vn[i, q]
+        pa, Rwa = (p_w[i], R_wb[i]) if has_a else (zero3, eye)
+        thb[:] = theta[j]
+        if has_a:
+            tha[:] = theta[i]
+        _local_maps(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, Ga, Gb, e)
         _gthg(Gb, h, Gb, A[j], 1.0)
-        if i >= 0:
+        if has_a:
             _gthg(Ga, h, Ga, A[i], 1.0)
             _gthg(Ga, h, Gb, Jab[k], -1.0)
             _gthg(Gb, h, Ga, Jba[k], -1.0)
+        na = 6 if has_a else 3
+        for c in range(na):
+            body_b = c < 3
+            th = thb if body_b else tha
+            q0 = c % 3
+            t0 = th[q0]
+            st = TURN_FD * max(math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), TURN_FLOOR)
+            th[q0] = t0 + st
+            _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
+                     Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1)
+            th[q0] = t0 - st
+            _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
+                     Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2)
+            th[q0] = t0
+            f = 0.5 * T / (2.0 * st)       # d th / d w+ = T/2; the residual takes -Q
+            for p in range(6):
+                if body_b:
+                    A[j, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
+                    if has_a:
+                        Jab[k, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
+                else:
+                    A[i, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
+                    Jba[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
 
 
 def _framed(cp: Couplings) -> bool:
@@ -563,7 +616,7 @@ def _newton(cp: Couplings, R_wb, p_w, e, V, Vn, theta, T, J):
     K0, D0 = _world_only(cp)
     Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
     local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
-                       R_wb, theta, T, J, Jab, Jba)
+                       R_wb, V, Vn, theta, T, J, Jab, Jba)
     return Jab, Jba
 
 
@@ -828,6 +881,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     with the smallest Newton step (passes = max_iter; the energy is then not exact); not
     finite: theta = 0, the start-of-step map (passes = -1)."""
     T = float(T)
+    framed = _framed(cp)
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
     Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
@@ -842,7 +896,8 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             J = A.copy()
             Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
             jac = (J, Jab, Jba)
-        dV = block_solve(cp, *jac, _residual(A1, b1, cp.a, cp.b, Aab, Vn))
+        res = _residual(A1, b1, cp.a, cp.b, Aab, Vn)
+        dV = block_solve(cp, *jac, res)
         d = 0.5 * T * np.abs(dV[:, 3:]).max()
         if not np.isfinite(d):
             theta = np.zeros_like(theta)
@@ -854,9 +909,33 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
         if d < best[0]:
             best = (d, theta, (A1, b1, Aab, e))
         s = min(1.0, TURN_STEP / d)
+        if framed:
+            s = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)))
         Vn = Vn + s * dV
         d *= s
     return best[1], max_iter, best[2]
+
+
+# The FRAME_ANCHOR couplings' line search: a pass is halved while it does not lower the
+# residual's norm by this fraction of the step (Armijo), at most LINE_HALVINGS times.  A stiff
+# rod bent at T = 10 ms has soft directions (a link's twist: inertia m r^2/2 against the bending
+# moments its twist turns) where the residual curves within a full pass: the plain passes then
+# cycle (measured: the free 40-link cable, a pass of 4e-3 rad on one link's twist repeated
+# for 20 passes, the energy off by 1e-4); halved, they converge in ~8.
+LINE_ARMIJO = 1e-4
+LINE_HALVINGS = 8
+
+
+def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0):
+    """The fraction s of the pass dV to take (module docstring, ``turns``)."""
+    for _ in range(LINE_HALVINGS):
+        Vt = Vn + s * dV
+        A1, b1 = A.copy(), rhs.copy()
+        Aab, _, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1)
+        if np.linalg.norm(_residual(A1, b1, cp.a, cp.b, Aab, Vt)) <= (1.0 - LINE_ARMIJO * s) * f0:
+            return s
+        s *= 0.5
+    return s
 
 
 def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
