@@ -147,3 +147,74 @@ def from_config(cfg: dict, **kw) -> tuple[Model, State]:
     c = cfg["cable"]
     spec = CableSpec(radius=c["radius"], length=c["length"], density=c["density"], E=c["E"], nu=c["nu"])
     return build(c["links"], spec, **kw)
+
+
+# ---- statics against rod theory -----------------------------------------------------------------
+
+# The static solve stops when a Newton pass moves no link by more than this, relative to the
+# first pass (m, and rad times the link length); rounding of the stiff axial rows leaves ~1e-13.
+STATIC_TOL = 1e-10
+STATIC_MAX_ITER = 30
+
+
+def equilibrium(model: Model, state: State, force_w, torque_w) -> tuple[State, int]:
+    """The clamped cable's static equilibrium under a force (N, world) at the tip (link n-1's
+    +x end) and a torque (N m, world) on the last link: Newton's method on the poses, the
+    couplings' own generalized forces (``couplings.apply`` at rest, theta = 0) as the residual
+    and their G^T K G (T = 4 makes H = K T / 4 = K) as the (Gauss-Newton) stiffness; a pass
+    moves each link by T v and turns it by exp(S(w)) (body axes).  Returns (state, passes)."""
+    from sim_core.dynamics import couplings
+    from sim_core.math.so3 import exp_so3
+    cp, n = model.couplings, model.n_bodies
+    L = float(np.abs(cp.r_b[0, 0])) * 2.0
+    r_tip = np.array([L / 2, 0.0, 0.0])
+    p, R = state.p_w.copy(), state.R_wb.copy()
+    first = None
+    for it in range(STATIC_MAX_ITER):
+        A, f = np.zeros((n, 6, 6)), np.zeros((n, 6))
+        Aab, _ = couplings.apply(cp, p, R, np.zeros((n, 6)), 4.0, A, f, np.zeros((n, 3)))
+        f[-1, :3] += force_w
+        f[-1, 3:] += np.cross(r_tip, R[-1].T @ force_w) + R[-1].T @ torque_w
+        x = couplings.block_solve(cp, A, Aab, Aab.transpose(0, 2, 1), f)
+        p = p + x[:, :3]
+        R = np.array([R[i] @ exp_so3(x[i, 3:]) for i in range(n)])
+        moved = max(np.abs(x[:, :3]).max(), np.abs(x[:, 3:]).max() * L)
+        first = moved if first is None else first
+        if moved <= STATIC_TOL * first:
+            return State(state.t, p, R, np.zeros((n, 6))), it + 1
+    return State(state.t, p, R, np.zeros((n, 6))), STATIC_MAX_ITER
+
+
+# the loads of ``closed_forms``: small, so the rod's answers are linear (deflection ~1e-3 of the
+# length; the geometric nonlinearity is of its square, 1e-6)
+AXIAL_FORCE = 1e-3        # N (extension 2.5e-6 of the length)
+TIP_TORQUE = 1e-6         # N m (twist 1.5e-3 rad)
+TIP_FORCE = 1e-6          # N (tip deflection 3.8e-4 m, 1e-3 of the length)
+
+
+def closed_forms(n_links: int, spec: CableSpec = CableSpec()) -> dict:
+    """The clamped cable's static answers against rod theory, relative errors (signed):
+    axial (tip extension vs F L / EA), torsion (last link's twist vs M L / GJ) and the
+    tip-loaded cantilever with shear (Timoshenko: F L^3 / 3EI + F L / kGA)."""
+    from sim_core.math.so3 import log_so3
+    model, st = build(n_links, spec, anchor="clamp", gravity=np.zeros(3))
+    A, Ib, J = spec.sections()
+    Lt = spec.length
+    L = Lt / n_links
+    tip = np.array([L / 2, 0.0, 0.0])
+    out = {}
+    s, _ = equilibrium(model, st, np.array([AXIAL_FORCE, 0.0, 0.0]), np.zeros(3))
+    out["axial"] = (s.p_w[-1] + s.R_wb[-1] @ tip)[0] - Lt
+    out["axial"] = out["axial"] / (AXIAL_FORCE * Lt / (spec.E * A)) - 1.0
+    s, _ = equilibrium(model, st, np.zeros(3), np.array([TIP_TORQUE, 0.0, 0.0]))
+    out["torsion"] = log_so3(s.R_wb[-1])[0] / (TIP_TORQUE * Lt / (spec.G * J)) - 1.0
+    s, _ = equilibrium(model, st, np.array([0.0, 0.0, -TIP_FORCE]), np.zeros(3))
+    exact = TIP_FORCE * Lt ** 3 / (3 * spec.E * Ib) + TIP_FORCE * Lt / (spec.k * spec.G * A)
+    out["cantilever"] = -(s.p_w[-1] + s.R_wb[-1] @ tip)[2] / exact - 1.0
+    return out
+
+
+if __name__ == "__main__":          # python -m sim_core.scenarios.cable: docs/cable.md's table
+    for n in (40, 80, 160):
+        got = closed_forms(n)
+        print(f"{n:4d} links: " + ", ".join(f"{k} {v:+.3e}" for k, v in got.items()))
