@@ -385,15 +385,17 @@ FRAME_ANCHOR = 1   # K, D diagonal in a's anchor frame R_ga (a Cosserat rod's st
 
 
 @njit(cache=True)
-def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e):
+def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
     """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
     maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
     with the turns tha, thb (module docstring, "Frames"): translational rows exact,
-    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant)."""
-    w1, w2, w3 = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
-    Gwa, Gwb = np.zeros((6, 6)), np.zeros((6, 6))
-    Rga, Rga1, Rgb, Rgb1 = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
-    d, u = np.zeros(3), np.empty(3)
+    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant).
+    W (7,3,3), Gw (2,6,6), vw (3,3): work arrays (``_local_work``; no allocation per call)."""
+    w1, w2, w3, Rga, Rga1, Rgb, Rgb1 = W[0], W[1], W[2], W[3], W[4], W[5], W[6]
+    Gwa, Gwb = Gw[0], Gw[1]
+    d, u, cr = vw[0], vw[1], vw[2]
+    d[:] = 0.0
+    Gwa[:] = 0.0
     for p in range(6):
         for q in range(6):
             Ga[p, q] = 0.0
@@ -467,7 +469,6 @@ def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, 
         return
     _mtm(Rgb1, Rga1, w1)
     v1 = log_so3(w1)
-    cr = np.empty(3)
     for q in range(3):
         acc = v1[q] - v[q]
         for col in range(3):
@@ -486,14 +487,18 @@ def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, 
 def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force):
     """``coupling_terms`` for the FRAME_ANCHOR couplings (frame[k] == 1; the others are left
     alone): their terms added to A (B,6,6), rhs (B,6), and written into Aab (c,6,6), err (c,6),
-    force (c,6) in place."""
+    force (c,6) in place: each coupling into its own blocks, then added up in order."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
     Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
-    zero3 = np.zeros(3)
-    eye = np.eye(3)
-    ed, h, F0 = np.empty(6), np.empty(6), np.empty(6)
-    for k in range(b.shape[0]):
+    W, Gw, vw = np.empty((7, 3, 3)), np.zeros((2, 6, 6)), np.empty((3, 3))
+    ed, h, F0 = np.zeros(6), np.empty(6), np.empty(6)
+    z3, eye = np.zeros(3), np.eye(3)
+    for k in range(c):
         if frame[k] != FRAME_ANCHOR:
             continue
+        ed[:] = 0.0
         j = b[k]
         i = a[k]
         rot = False
@@ -502,11 +507,10 @@ def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A
         e = err[k]
         if i >= 0:
             _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
-                        theta[j], rot, Ga, Gb, e)
+                        theta[j], rot, Ga, Gb, e, W, Gw, vw)
         else:
-            _local_maps(False, zero3, eye, R_a[k], r_a[k], zero3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
-                        rot, Ga, Gb, e)
-        ed[:] = 0.0
+            _local_maps(False, z3, eye, R_a[k], r_a[k], z3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
+                        rot, Ga, Gb, e, W, Gw, vw)
         _gv(Gb, V[j], ed, -1.0)
         if i >= 0:
             _gv(Ga, V[i], ed, 1.0)
@@ -515,12 +519,26 @@ def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A
             F0[q] = K[k, q] * e[q] + h[q] * ed[q]
         force[k] = F0
         Aab[k] = 0.0
-        _gthg(Gb, h, Gb, A[j], 1.0)
-        _gtv(Gb, F0, rhs[j], 1.0)
+        _gthg(Gb, h, Gb, Db[k], 1.0)
+        _gtv(Gb, F0, rb_[k], 1.0)
         if i >= 0:
-            _gthg(Ga, h, Ga, A[i], 1.0)
-            _gtv(Ga, F0, rhs[i], -1.0)
+            _gthg(Ga, h, Ga, Da[k], 1.0)
+            _gtv(Ga, F0, ra_[k], -1.0)
             _gthg(Ga, h, Gb, Aab[k], -1.0)
+    _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
+
+
+@njit(cache=True)
+def _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs):
+    """A[b_k] += Db[k], A[a_k] += Da[k] (and rhs), the FRAME_ANCHOR couplings in order."""
+    for k in range(b.shape[0]):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        A[b[k]] += Db[k]
+        rhs[b[k]] += rb_[k]
+        if a[k] >= 0:
+            A[a[k]] += Da[k]
+            rhs[a[k]] += ra_[k]
 
 
 # The turn step of the FRAME_ANCHOR couplings' finite-difference turn stiffness (rad), relative
@@ -530,10 +548,11 @@ TURN_FD = 1e-4
 
 
 @njit(cache=True)
-def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, Vsb, Ga, Gb, e, F, Qa, Qb):
+def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, Vsb, Ga, Gb, e, F, Qa, Qb, W, Gw,
+             vw):
     """A FRAME_ANCHOR coupling's generalized forces at the turns (tha, thb) with the velocity
     sums Vs = V_k + V+ held: F = K e + h (Ga Vsa - Gb Vsb), Qa = -Ga^T F, Qb = Gb^T F."""
-    _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e)
+    _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw)
     F[:] = 0.0
     _gv(Gb, Vsb, F, -1.0)
     if has_a:
@@ -552,14 +571,17 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
     generalized forces' change with the turns (theta = T (w_k + w+)/2 moves with V+) by
     central differences in the six turns a coupling sees (TURN_FD): the maps' whole
     dependence, the rotational rows' secant included."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    zc, zb = np.zeros((c, 6)), np.zeros((A.shape[0], 6))   # no right-hand sides here
     Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
-    zero3 = np.zeros(3)
-    eye = np.eye(3)
+    W, Gw, vw = np.empty((7, 3, 3)), np.zeros((2, 6, 6)), np.empty((3, 3))
     e, h, F = np.empty(6), np.empty(6), np.empty(6)
     Qa1, Qb1, Qa2, Qb2 = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     Vsa, Vsb = np.zeros(6), np.empty(6)
     tha, thb = np.zeros(3), np.empty(3)
-    for k in range(b.shape[0]):
+    pa, Rwa = np.zeros(3), np.eye(3)
+    for k in range(c):
         if frame[k] != FRAME_ANCHOR:
             continue
         j = b[k]
@@ -573,39 +595,48 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
             Vsb[q] = V[j, q] + Vn[j, q]
             if has_a:
                 Vsa[q] = V[i, q] + Vn[i, q]
-        pa, Rwa = (p_w[i], R_wb[i]) if has_a else (zero3, eye)
+        if has_a:
+            pa[:] = p_w[i]
+            Rwa[:] = R_wb[i]
+        else:
+            pa[:] = 0.0
+            Rwa[:] = np.eye(3)
+            tha[:] = 0.0
+            Vsa[:] = 0.0
         thb[:] = theta[j]
         if has_a:
             tha[:] = theta[i]
-        _local_maps(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, Ga, Gb, e)
-        _gthg(Gb, h, Gb, A[j], 1.0)
+        _local_maps(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, Ga, Gb, e,
+                    W, Gw, vw)
+        _gthg(Gb, h, Gb, Db[k], 1.0)
         if has_a:
-            _gthg(Ga, h, Ga, A[i], 1.0)
+            _gthg(Ga, h, Ga, Da[k], 1.0)
             _gthg(Ga, h, Gb, Jab[k], -1.0)
             _gthg(Gb, h, Ga, Jba[k], -1.0)
         na = 6 if has_a else 3
-        for c in range(na):
-            body_b = c < 3
+        for cc in range(na):
+            body_b = cc < 3
             th = thb if body_b else tha
-            q0 = c % 3
+            q0 = cc % 3
             t0 = th[q0]
             st = TURN_FD * max(math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), TURN_FLOOR)
             th[q0] = t0 + st
             _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
-                     Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1)
+                     Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1, W, Gw, vw)
             th[q0] = t0 - st
             _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
-                     Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2)
+                     Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2, W, Gw, vw)
             th[q0] = t0
             f = 0.5 * T / (2.0 * st)       # d th / d w+ = T/2; the residual takes -Q
             for p in range(6):
                 if body_b:
-                    A[j, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
+                    Db[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
                     if has_a:
                         Jab[k, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
                 else:
-                    A[i, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
+                    Da[k, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
                     Jba[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
+    _gather(a, b, frame, Da, Db, zc, zc, A, zb)
 
 
 def _framed(cp: Couplings) -> bool:
@@ -624,8 +655,13 @@ def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
     added to A, rhs in place: ``coupling_terms``, and ``local_terms`` for FRAME_ANCHOR rows."""
     if not _framed(cp):
         return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta, T, A, rhs)
-    K0, D0 = _world_only(cp)
-    Aab, e, F0 = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, K0, D0, p_w, R_wb, V, theta, T, A, rhs)
+    if np.all(cp.frame == FRAME_ANCHOR):    # no world rows: nothing for the world kernel to add
+        c = len(cp)
+        Aab, e, F0 = np.zeros((c, 6, 6)), np.zeros((c, 6)), np.zeros((c, 6))
+    else:
+        K0, D0 = _world_only(cp)
+        Aab, e, F0 = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, K0, D0, p_w, R_wb, V, theta, T, A,
+                                    rhs)
     local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w, R_wb, V,
                 theta, T, A, rhs, Aab, e, F0)
     return Aab, e, F0
@@ -635,8 +671,11 @@ def _newton(cp: Couplings, R_wb, p_w, e, V, Vn, theta, T, J):
     """``newton_terms`` (world axes) and ``local_newton_terms`` (FRAME_ANCHOR rows)."""
     if not _framed(cp):
         return newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
-    K0, D0 = _world_only(cp)
-    Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
+    if np.all(cp.frame == FRAME_ANCHOR):
+        Jab, Jba = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6, 6))
+    else:
+        K0, D0 = _world_only(cp)
+        Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
     local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
                        R_wb, V, Vn, theta, T, J, Jab, Jba)
     return Jab, Jba
