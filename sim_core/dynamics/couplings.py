@@ -66,7 +66,7 @@ with e_k+1 - e_k = T (G_a V_a,mid - G_b V_b,mid) for the reached poses make it e
 - Newton (``local_newton_terms``): these maps move with the turns much more than the world
   rows' (a frame turning under a stiff strain), and the chord G^T H G left the passes at 7-20;
   the derivative of the generalized forces in the six turns a coupling sees is taken by
-  central differences (TURN_FD; the secant included), and the passes take an Armijo line
+  forward differences (TURN_FD; the secant included), and the passes take an Armijo line
   search (``_line_search``): a link's twist is a soft direction of the stiff rod (inertia
   m r^2/2 against the bending moments it turns), where the full passes cycle.  Measured on the
   free 40-link seed cable at T = 10 ms: 3-5 passes a step, the energy exact (tests).  Where
@@ -542,9 +542,11 @@ def _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs):
 
 
 # The turn step of the FRAME_ANCHOR couplings' finite-difference turn stiffness (rad), relative
-# to the turn (at least TURN_FLOOR): central differences, so the derivative's error is ~h^2
-# of its curvature and ~rounding / h -- some 1e-8 relative, far finer than Newton needs.
-TURN_FD = 1e-4
+# to the turn (at least TURN_FLOOR): forward differences (7 map evaluations a coupling, not
+# central's 13), so the derivative is off by ~TURN_FD |theta| (the maps vary on a scale of a
+# radian) and ~rounding / (TURN_FD TURN_FLOOR) = 1e-8: Newton then gains ~1e-5 a pass at the
+# worst, its pass counts unchanged (measured 3-4 a step on the free seed cable)
+TURN_FD = 1e-5
 
 
 @njit(cache=True)
@@ -569,7 +571,7 @@ def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, 
 def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, A, Jab, Jba):
     """``newton_terms`` for the FRAME_ANCHOR couplings, in place: G^T H G at theta, and the
     generalized forces' change with the turns (theta = T (w_k + w+)/2 moves with V+) by
-    central differences in the six turns a coupling sees (TURN_FD): the maps' whole
+    forward differences in the six turns a coupling sees (TURN_FD): the maps' whole
     dependence, the rotational rows' secant included."""
     c = b.shape[0]
     Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
@@ -613,6 +615,8 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
             _gthg(Ga, h, Ga, Da[k], 1.0)
             _gthg(Ga, h, Gb, Jab[k], -1.0)
             _gthg(Gb, h, Ga, Jba[k], -1.0)
+        _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
+                 Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2, W, Gw, vw)
         na = 6 if has_a else 3
         for cc in range(na):
             body_b = cc < 3
@@ -623,11 +627,8 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
             th[q0] = t0 + st
             _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
                      Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1, W, Gw, vw)
-            th[q0] = t0 - st
-            _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
-                     Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2, W, Gw, vw)
             th[q0] = t0
-            f = 0.5 * T / (2.0 * st)       # d th / d w+ = T/2; the residual takes -Q
+            f = 0.5 * T / st               # d th / d w+ = T/2; the residual takes -Q
             for p in range(6):
                 if body_b:
                     Db[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
@@ -949,10 +950,14 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
     jac, d = None, np.inf
     best = (np.inf, theta, (A1, b1, Aab, e))
+    tried = None                # the line search's accepted trial: this pass's terms already
     for it in range(max_iter):
         theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
-        A1, b1 = A.copy(), rhs.copy()
-        Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
+        if tried is not None:
+            A1, b1, Aab, e = tried
+        else:
+            A1, b1 = A.copy(), rhs.copy()
+            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
         if jac is None or d > NEWTON_REFRESH * np.abs(theta).max():
             J = A.copy()
             Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
@@ -971,7 +976,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             best = (d, theta, (A1, b1, Aab, e))
         s = min(1.0, TURN_STEP / d)
         if framed:
-            s = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)))
+            s, tried = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)))
         Vn = Vn + s * dV
         d *= s
     return best[1], max_iter, best[2]
@@ -988,15 +993,16 @@ LINE_HALVINGS = 8
 
 
 def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0):
-    """The fraction s of the pass dV to take (module docstring, ``turns``)."""
+    """(s, terms): the fraction s of the pass dV to take (module docstring, ``turns``) and the
+    couplings' (A, rhs, A_ab, e) at Vn + s dV (None where the last halving was not tried)."""
     for _ in range(LINE_HALVINGS):
         Vt = Vn + s * dV
         A1, b1 = A.copy(), rhs.copy()
-        Aab, _, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1)
+        Aab, e, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1)
         if np.linalg.norm(_residual(A1, b1, cp.a, cp.b, Aab, Vt)) <= (1.0 - LINE_ARMIJO * s) * f0:
-            return s
+            return s, (A1, b1, Aab, e)
         s *= 0.5
-    return s
+    return s, None
 
 
 def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):

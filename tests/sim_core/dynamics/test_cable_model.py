@@ -81,7 +81,7 @@ def test_anchor_frame_maps_are_exact_over_a_step():
 
 
 def test_anchor_frame_newton_derivative_matches_finite_differences():
-    """The turns' Newton matrix (``couplings._newton``: G^T H G and the central-difference turn
+    """The turns' Newton matrix (``couplings._newton``: G^T H G and the forward-difference turn
     terms) against central differences of the whole coupled residual."""
     model, st, _ = _shaken(5, seed=3)
     n, T, cp = 5, 0.01, model.couplings
