@@ -116,6 +116,13 @@ class Couplings:
         return int(self.b.shape[0])
 
 
+def subset(cp: Couplings, idx) -> Couplings:
+    """The couplings `idx` (an index array or mask) of cp, every field sliced (frame included:
+    a subset built from the positional fields alone would read anchor-frame gains as world)."""
+    return Couplings(cp.a[idx], cp.b[idx], cp.r_a[idx], cp.R_a[idx], cp.r_b[idx], cp.R_b[idx], cp.K[idx], cp.D[idx],
+                     None if cp.frame is None else cp.frame[idx])
+
+
 def anchor_map(R_wb, r_b) -> np.ndarray:
     """G (6,6): a body's twist [v_w; w_b] -> its anchor frame's twist [v; w] (world)."""
     G = np.zeros((6, 6))

@@ -291,3 +291,16 @@ def test_damping_only_dissipates():
         prev = E
     # the bent shape's slow mode (~1 Hz) loses little at damping 1e-4 s: measured 4.4e-3 in 2 s
     assert prev < (1.0 - 1e-3) * E0, prev / E0
+
+
+def test_a_subset_keeps_the_frames():
+    """``couplings.subset`` (what a solver cutting the cable into subsystems applies): one
+    coupling's terms alone equal its share of the whole set's."""
+    model, st, theta = _shaken(5, seed=7)
+    cp = model.couplings
+    A1, b1 = np.zeros((5, 6, 6)), np.zeros((5, 6))
+    Aab, e, _ = couplings.terms(cp, st.p_w, st.R_wb, st.V, theta, 0.01, A1, b1)
+    one = couplings.subset(cp, np.array([2]))
+    A2, b2 = np.zeros((5, 6, 6)), np.zeros((5, 6))
+    Aab2, e2, _ = couplings.terms(one, st.p_w, st.R_wb, st.V, theta, 0.01, A2, b2)
+    assert one.frame is not None and np.array_equal(e2[0], e[2]) and np.array_equal(Aab2[0], Aab[2])
