@@ -41,6 +41,9 @@ MAX_DT = 1.0              # s: seed 001's Table 1 steps at 128 ms and more; PMI 
                           # Coriolis point converges while T |w| < ~2, dynamics/pmi.py), a longer
                           # one is a unit error (ms for s)
 MAX_PINS = 20             # seed 004's real-time figure is for 20 pins
+MAX_CABLE_LINKS = 1000    # seed 002's real time is at 160 links (4.7 ms a 10 ms step on 4 cores); the
+                          # work grows linearly, so 1000 links cannot keep a 10 ms step on 2 cores
+MAX_CABLE_LENGTH = 10.0   # m: ten times the Panda's reach; longer is a unit error (mm for m)
 _WAYPOINT = {
     "t": Field("float", lo=0.0, hi=MAX_DURATION, unit="s", doc="time of the waypoint"),
     "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="set position of the moving part's centre (world)"),
@@ -204,6 +207,25 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "clearance": Field("float", 0.003, lo=0.0, hi=0.1, unit="m",
                            doc="start height above the first point, along n"),
     },
+    "cable": {
+        "links": Field("int", 80, lo=1, hi=MAX_CABLE_LINKS,
+                       doc="n: rigid cylindrical links of the cable (seed 002: 40 to 160; scenarios/cable.py)"),
+        "subsystems": Field("int", 8, lo=1, hi=MAX_CABLE_LINKS,
+                            doc="consecutive-link subsystems solved in parallel (seed 002: 8 to 20), at most links"),
+        "radius": Field("float", 0.002, gt=0.0, hi=0.1, unit="m", doc="the cable's radius (seed 002: 2 mm)"),
+        "length": Field("float", 0.4, gt=0.0, hi=MAX_CABLE_LENGTH, unit="m",
+                        doc="the whole cable's length (seed 002: 0.4 m); a link is length / links"),
+        "density": Field("float", 1250.0, lo=100.0, hi=25000.0, unit="kg/m^3",
+                         doc="the cable's density (the seed gives none: a PVC-jacketed cable)"),
+        "E": Field("float", 4.462e6, gt=0.0, unit="Pa", doc="Young's modulus (seed 002: 4.462 MPa, identified)"),
+        "nu": Field("float", 0.5012, gt=-1.0, doc="Poisson's ratio; a rod uses only G = E / 2(1 + nu), so any "
+                                                  "nu > -1 (seed 002's identified 0.5012 included)"),
+        "damping": Field("float", 0.0, lo=0.0, hi=1.0, unit="s",
+                         doc="stiffness-proportional damping of the joints: D = damping * K"),
+        "friction_kappa": Field("float", 1.296, lo=0.0, hi=10.0,
+                                doc="kappa of seed 002 eq. (8), |lambda_t| <= kappa |lambda_n|^N (seed: 1.296)"),
+        "friction_exponent": Field("float", 0.7616, gt=0.0, hi=2.0,
+                                   doc="N of seed 002 eq. (8) (seed: 0.7616; 1 is Coulomb's law)"),
     "winding": {
         "drum_radius": Field("float", 0.02, gt=0.0, hi=0.5, unit="m", doc="the fixed drum's radius (axis world z)"),
         "drum_length": Field("float", 0.08, gt=0.0, hi=1.0, unit="m", doc="the drum's length along its axis"),
@@ -348,6 +370,9 @@ def validate(raw: dict, src: str) -> dict:
                 raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS, 'materials', 'pairs'])})")
         cfg = {sec: _check_table(sec, schema, raw.get(sec, {})) for sec, schema in SCHEMA.items()}
         _check_law("contact.law", cfg["contact"]["law"])
+        if cfg["cable"]["subsystems"] > cfg["cable"]["links"]:
+            raise ConfigError(f"cable.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
+                              f"got {cfg['cable']['subsystems']}")
         mats = raw.get("materials", {})
         if not isinstance(mats, dict):
             raise ConfigError(f"materials: expected tables [materials.NAME], got {type(mats).__name__}")

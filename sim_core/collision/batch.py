@@ -125,4 +125,5 @@ def detect(model: Model, state: State, g: Group, dt: float) -> Contacts:
         _planes(E0, E1, g.radius, s.p_bs, np.ascontiguousarray(s.R_bs[:, 2]), reach, x, n, d, key, count)
     keep = (np.arange(k)[None, :] < count[:, None]).ravel()
     rows = np.repeat(np.arange(m), count)
-    return Contacts(x[keep], n[keep], d[keep], key[keep], g.body[rows], np.full(rows.size, WORLD, np.int64), g.pairs[rows])
+    return Contacts(x[keep], n[keep], d[keep], key[keep], g.body[rows], np.full(rows.size, WORLD, np.int64),
+                    g.pairs[rows])

@@ -51,6 +51,28 @@ then ~2e3 of the swing's energy at 2 s, where the old maps reached 1e28).  The a
 (``systems.arm.system``) keeps the start-of-step map (``anchor_map``, ``potential_terms``):
 its arithmetic, and the scenarios' figures, are unchanged.
 
+**Frames** (``Couplings.frame``).  FRAME_WORLD (0, or frame None): K, D diagonal in world axes,
+everything above, the kernels unchanged.  FRAME_ANCHOR (1): diagonal in a's anchor frame R_ga
+(a Cosserat rod's strains in link j's frame, ``scenarios.cable``), the error
+e_loc = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] -- the rotation vector is the same in a's and
+b's anchor frames, so e_loc = blockdiag(R_ga^T) e.  The energy argument is the same (any maps
+with e_k+1 - e_k = T (G_a V_a,mid - G_b V_b,mid) for the reached poses make it exact):
+- Translational rows, exact: with d = x_a - x_b and R_ga1 = R_wa exp(S(th_a)) R_A the reached
+  frame,  e1 - e0 = R_ga1^T (dx_a - dx_b) + (R_ga1 - R_ga)^T d,  and
+  (R_ga1 - R_ga)^T d = R_A^T (exp(-S(th_a)) - I) R_wa^T d = R_A^T J_r(th_a) S(R_wa^T d) th_a
+  (J_r(th) = J_l(-th)): linear in th_a = T w_a,mid.  So G_a,t = R_ga1^T [I, -R_wa J_l S(r_a)]
+  + [0, R_A^T J_r(th_a) S(R_wa^T d)],  G_b,t = R_ga1^T [I, -R_wb J_l S(r_b)]  (``_local_maps``).
+- Rotational rows: the secant above around the linear part [0, R_A^T], [0, R_ga^T R_wb].
+- Newton (``local_newton_terms``): these maps move with the turns much more than the world
+  rows' (a frame turning under a stiff strain), and the chord G^T H G left the passes at 7-20;
+  the derivative of the generalized forces in the six turns a coupling sees is taken by
+  forward differences (TURN_FD; the secant included), and the passes take an Armijo line
+  search (``_line_search``): a link's twist is a soft direction of the stiff rod (inertia
+  m r^2/2 against the bending moments it turns), where the full passes cycle.  Measured on the
+  free 40-link seed cable at T = 10 ms: 3-5 passes a step, the energy exact (tests).  Where
+  the step does not resolve the motion (a released 1 rad bend, links turning ~0.2 rad a step)
+  a few steps in a thousand still reach TURN_MAX_ITER (docs/cable.md).
+
 **The fold** (``fold``).  A block a (S qa+ = r + C^T ... ) coupled to a block p by the
 off-diagonal C = A_ap (S (na,na), C (na,np)), some of a's coordinates held at known
 velocities (``fixed``, ``v_fix``: the arm's joint stops), is eliminated:
@@ -83,11 +105,22 @@ class Couplings:
     R_a: np.ndarray                # (c,3,3) anchor frame in a's frame (in the world if a is WORLD)
     r_b: np.ndarray                # (c,3) m, anchor point on b from its COM, b's axes
     R_b: np.ndarray                # (c,3,3) anchor frame in b's frame
-    K: np.ndarray                  # (c,6) [N/m x3, N m/rad x3], world axes
-    D: np.ndarray                  # (c,6) [N s/m x3, N m s/rad x3]
+    K: np.ndarray                  # (c,6) [N/m x3, N m/rad x3], diagonal in the axes `frame` names
+    D: np.ndarray                  # (c,6) [N s/m x3, N m s/rad x3], the same axes
+    # (c,) int64, the axes K and D are diagonal in: FRAME_WORLD (0) world axes, e as above;
+    # FRAME_ANCHOR (1) a's anchor frame R_ga, e_loc = blockdiag(R_ga^T) e (a Cosserat rod's
+    # strains, ``scenarios.cable``).  None: every coupling in world axes (today's arithmetic).
+    frame: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.b.shape[0])
+
+
+def subset(cp: Couplings, idx) -> Couplings:
+    """The couplings `idx` (an index array or mask) of cp, every field sliced (frame included:
+    a subset built from the positional fields alone would read anchor-frame gains as world)."""
+    return Couplings(cp.a[idx], cp.b[idx], cp.r_a[idx], cp.R_a[idx], cp.r_b[idx], cp.R_b[idx], cp.K[idx], cp.D[idx],
+                     None if cp.frame is None else cp.frame[idx])
 
 
 def anchor_map(R_wb, r_b) -> np.ndarray:
@@ -352,6 +385,310 @@ def coupling_terms(a, b, r_a, R_a, r_b, R_b, K, D, p_w, R_wb, V, theta, T, A, rh
     return Aab, err, force
 
 
+# ---- couplings diagonal in a's anchor frame (FRAME_ANCHOR) --------------------------------------
+
+FRAME_WORLD = 0    # K, D diagonal in world axes (the chain, the belt, the arm's grasp)
+FRAME_ANCHOR = 1   # K, D diagonal in a's anchor frame R_ga (a Cosserat rod's strains)
+
+
+@njit(cache=True)
+def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
+    """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
+    maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
+    with the turns tha, thb (module docstring, "Frames"): translational rows exact,
+    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant).
+    W (7,3,3), Gw (2,6,6), vw (3,3): work arrays (``_local_work``; no allocation per call)."""
+    w1, w2, w3, Rga, Rga1, Rgb, Rgb1 = W[0], W[1], W[2], W[3], W[4], W[5], W[6]
+    Gwa, Gwb = Gw[0], Gw[1]
+    d, u, cr = vw[0], vw[1], vw[2]
+    d[:] = 0.0
+    Gwa[:] = 0.0
+    for p in range(6):
+        for q in range(6):
+            Ga[p, q] = 0.0
+            Gb[p, q] = 0.0
+    _map(Rwb, rb, thb, Gwb, w1, w2, w3)
+    _mm(Rwb, RB, Rgb)
+    x, y, _ = _coeffs(thb)
+    _poly(thb, x, y, w1)
+    _mm(Rwb, w1, w2)
+    _mm(w2, RB, Rgb1)
+    for q in range(3):
+        d[q] = -pb[q]
+    _mv(Rwb, rb, d, -1.0)
+    if has_a:
+        _map(Rwa, ra, tha, Gwa, w1, w2, w3)
+        _mm(Rwa, RA, Rga)
+        x, y, _ = _coeffs(tha)
+        _poly(tha, x, y, w1)
+        _mm(Rwa, w1, w2)
+        _mm(w2, RA, Rga1)
+        for q in range(3):
+            d[q] += pa[q]
+        _mv(Rwa, ra, d, 1.0)
+    else:
+        Rga[:] = RA
+        Rga1[:] = RA
+        for q in range(3):
+            d[q] += ra[q]
+    _mtv(Rga, d, u)
+    for q in range(3):
+        e[q] = u[q]
+    # translational rows: R_ga1^T times the world rows (the anchors' exact displacements) ...
+    for q in range(3):
+        for col in range(6):
+            acc_b = 0.0
+            acc_a = 0.0
+            for m in range(3):
+                acc_b += Rga1[m, q] * Gwb[m, col]
+                acc_a += Rga1[m, q] * Gwa[m, col]
+            Gb[q, col] = acc_b
+            Ga[q, col] = acc_a
+    # ... plus the frame's own turn: (R_ga1 - R_ga)^T d = R_A^T J_r(th_a) S(R_wa^T d) th_a
+    if has_a:
+        _mtv(Rwa, d, u)
+        _skew_into(u, w2)
+        _, x, y = _coeffs(tha)
+        _poly(tha, -x, y, w1)              # J_r(th_a) = J_l(-th_a)
+        _mm(w1, w2, w3)
+        _mtm(RA, w3, w1)
+        for q in range(3):
+            for col in range(3):
+                Ga[q, 3 + col] += w1[q, col]
+    # rotational rows: log(R_gb^T R_ga) (the same vector in a's and b's anchor frames);
+    # linear part [0, R_A^T] and [0, R_ga^T R_wb]
+    _mtm(Rgb, Rga, w1)
+    v = log_so3(w1)
+    for q in range(3):
+        e[3 + q] = v[q]
+    _mtm(Rga, Rwb, w1)
+    for q in range(3):
+        for col in range(3):
+            Gb[3 + q, 3 + col] = w1[q, col]
+            if has_a:
+                Ga[3 + q, 3 + col] = RA[col, q]
+    if not rot:
+        return
+    s = thb[0] * thb[0] + thb[1] * thb[1] + thb[2] * thb[2]
+    if has_a:
+        s += tha[0] * tha[0] + tha[1] * tha[1] + tha[2] * tha[2]
+    if s <= SECANT_FLOOR:
+        return
+    _mtm(Rgb1, Rga1, w1)
+    v1 = log_so3(w1)
+    for q in range(3):
+        acc = v1[q] - v[q]
+        for col in range(3):
+            acc += Gb[3 + q, 3 + col] * thb[col]
+            if has_a:
+                acc -= Ga[3 + q, 3 + col] * tha[col]
+        cr[q] = acc / s
+    for q in range(3):
+        for col in range(3):
+            Gb[3 + q, 3 + col] -= cr[q] * thb[col]
+            if has_a:
+                Ga[3 + q, 3 + col] += cr[q] * tha[col]
+
+
+@njit(cache=True)
+def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force):
+    """``coupling_terms`` for the FRAME_ANCHOR couplings (frame[k] == 1; the others are left
+    alone): their terms added to A (B,6,6), rhs (B,6), and written into Aab (c,6,6), err (c,6),
+    force (c,6) in place: each coupling into its own blocks, then added up in order."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
+    Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
+    W, Gw, vw = np.empty((7, 3, 3)), np.zeros((2, 6, 6)), np.empty((3, 3))
+    ed, h, F0 = np.zeros(6), np.empty(6), np.empty(6)
+    z3, eye = np.zeros(3), np.eye(3)
+    for k in range(c):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        ed[:] = 0.0
+        j = b[k]
+        i = a[k]
+        rot = False
+        for q in range(3, 6):
+            rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
+        e = err[k]
+        if i >= 0:
+            _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
+                        theta[j], rot, Ga, Gb, e, W, Gw, vw)
+        else:
+            _local_maps(False, z3, eye, R_a[k], r_a[k], z3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
+                        rot, Ga, Gb, e, W, Gw, vw)
+        _gv(Gb, V[j], ed, -1.0)
+        if i >= 0:
+            _gv(Ga, V[i], ed, 1.0)
+        for q in range(6):
+            h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+            F0[q] = K[k, q] * e[q] + h[q] * ed[q]
+        force[k] = F0
+        Aab[k] = 0.0
+        _gthg(Gb, h, Gb, Db[k], 1.0)
+        _gtv(Gb, F0, rb_[k], 1.0)
+        if i >= 0:
+            _gthg(Ga, h, Ga, Da[k], 1.0)
+            _gtv(Ga, F0, ra_[k], -1.0)
+            _gthg(Ga, h, Gb, Aab[k], -1.0)
+    _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
+
+
+@njit(cache=True)
+def _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs):
+    """A[b_k] += Db[k], A[a_k] += Da[k] (and rhs), the FRAME_ANCHOR couplings in order."""
+    for k in range(b.shape[0]):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        A[b[k]] += Db[k]
+        rhs[b[k]] += rb_[k]
+        if a[k] >= 0:
+            A[a[k]] += Da[k]
+            rhs[a[k]] += ra_[k]
+
+
+# The turn step of the FRAME_ANCHOR couplings' finite-difference turn stiffness (rad), relative
+# to the turn (at least TURN_FLOOR): forward differences (7 map evaluations a coupling, not
+# central's 13), so the derivative is off by ~TURN_FD |theta| (the maps vary on a scale of a
+# radian) and ~rounding / (TURN_FD TURN_FLOOR) = 1e-8: Newton then gains ~1e-5 a pass at the
+# worst, its pass counts unchanged (measured 3-4 a step on the free seed cable)
+TURN_FD = 1e-5
+
+
+@njit(cache=True)
+def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, Vsb, Ga, Gb, e, F, Qa, Qb, W, Gw,
+             vw):
+    """A FRAME_ANCHOR coupling's generalized forces at the turns (tha, thb) with the velocity
+    sums Vs = V_k + V+ held: F = K e + h (Ga Vsa - Gb Vsb), Qa = -Ga^T F, Qb = Gb^T F."""
+    _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw)
+    F[:] = 0.0
+    _gv(Gb, Vsb, F, -1.0)
+    if has_a:
+        _gv(Ga, Vsa, F, 1.0)
+    for q in range(6):
+        F[q] = K[q] * e[q] + h[q] * F[q]
+    Qa[:] = 0.0
+    Qb[:] = 0.0
+    _gtv(Ga, F, Qa, -1.0)
+    _gtv(Gb, F, Qb, 1.0)
+
+
+@njit(cache=True)
+def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, A, Jab, Jba):
+    """``newton_terms`` for the FRAME_ANCHOR couplings, in place: G^T H G at theta, and the
+    generalized forces' change with the turns (theta = T (w_k + w+)/2 moves with V+) by
+    forward differences in the six turns a coupling sees (TURN_FD): the maps' whole
+    dependence, the rotational rows' secant included."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    zc, zb = np.zeros((c, 6)), np.zeros((A.shape[0], 6))   # no right-hand sides here
+    Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
+    W, Gw, vw = np.empty((7, 3, 3)), np.zeros((2, 6, 6)), np.empty((3, 3))
+    e, h, F = np.empty(6), np.empty(6), np.empty(6)
+    Qa1, Qb1, Qa2, Qb2 = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    Vsa, Vsb = np.zeros(6), np.empty(6)
+    tha, thb = np.zeros(3), np.empty(3)
+    pa, Rwa = np.zeros(3), np.eye(3)
+    for k in range(c):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        j = b[k]
+        i = a[k]
+        has_a = i >= 0
+        rot = False
+        for q in range(3, 6):
+            rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
+        for q in range(6):
+            h[q] = 0.5 * (K[k, q] * T / 2 + D[k, q])
+            Vsb[q] = V[j, q] + Vn[j, q]
+            if has_a:
+                Vsa[q] = V[i, q] + Vn[i, q]
+        if has_a:
+            pa[:] = p_w[i]
+            Rwa[:] = R_wb[i]
+        else:
+            pa[:] = 0.0
+            Rwa[:] = np.eye(3)
+            tha[:] = 0.0
+            Vsa[:] = 0.0
+        thb[:] = theta[j]
+        if has_a:
+            tha[:] = theta[i]
+        _local_maps(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, Ga, Gb, e,
+                    W, Gw, vw)
+        _gthg(Gb, h, Gb, Db[k], 1.0)
+        if has_a:
+            _gthg(Ga, h, Ga, Da[k], 1.0)
+            _gthg(Ga, h, Gb, Jab[k], -1.0)
+            _gthg(Gb, h, Ga, Jba[k], -1.0)
+        _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
+                 Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2, W, Gw, vw)
+        na = 6 if has_a else 3
+        for cc in range(na):
+            body_b = cc < 3
+            th = thb if body_b else tha
+            q0 = cc % 3
+            t0 = th[q0]
+            st = TURN_FD * max(math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), TURN_FLOOR)
+            th[q0] = t0 + st
+            _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
+                     Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1, W, Gw, vw)
+            th[q0] = t0
+            f = 0.5 * T / st               # d th / d w+ = T/2; the residual takes -Q
+            for p in range(6):
+                if body_b:
+                    Db[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
+                    if has_a:
+                        Jab[k, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
+                else:
+                    Da[k, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
+                    Jba[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
+    _gather(a, b, frame, Da, Db, zc, zc, A, zb)
+
+
+def _framed(cp: Couplings) -> bool:
+    """Whether any coupling is FRAME_ANCHOR (else today's world-axes kernels alone run)."""
+    return cp.frame is not None and bool(np.any(cp.frame == FRAME_ANCHOR))
+
+
+def _world_only(cp: Couplings):
+    """K, D with the FRAME_ANCHOR rows zeroed: what the world-axes kernels see of a mixed set."""
+    w = (cp.frame != FRAME_ANCHOR)[:, None]
+    return cp.K * w, cp.D * w
+
+
+def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
+    """(A_ab (c,6,6), e (c,6), F0 (c,6)) of every coupling at the turns theta, the diagonal terms
+    added to A, rhs in place: ``coupling_terms``, and ``local_terms`` for FRAME_ANCHOR rows."""
+    if not _framed(cp):
+        return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta, T, A, rhs)
+    if np.all(cp.frame == FRAME_ANCHOR):    # no world rows: nothing for the world kernel to add
+        c = len(cp)
+        Aab, e, F0 = np.zeros((c, 6, 6)), np.zeros((c, 6)), np.zeros((c, 6))
+    else:
+        K0, D0 = _world_only(cp)
+        Aab, e, F0 = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, K0, D0, p_w, R_wb, V, theta, T, A,
+                                    rhs)
+    local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w, R_wb, V,
+                theta, T, A, rhs, Aab, e, F0)
+    return Aab, e, F0
+
+
+def _newton(cp: Couplings, R_wb, p_w, e, V, Vn, theta, T, J):
+    """``newton_terms`` (world axes) and ``local_newton_terms`` (FRAME_ANCHOR rows)."""
+    if not _framed(cp):
+        return newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
+    if np.all(cp.frame == FRAME_ANCHOR):
+        Jab, Jba = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6, 6))
+    else:
+        K0, D0 = _world_only(cp)
+        Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
+    local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+                       R_wb, V, Vn, theta, T, J, Jab, Jba)
+    return Jab, Jba
+
+
 def left_jacobian_numpy(th) -> np.ndarray:
     """``left_jacobian`` in NumPy (the reference)."""
     t = float(np.linalg.norm(th))
@@ -371,6 +708,44 @@ def turned_map(R_wb, r_b, th) -> np.ndarray:
     return G
 
 
+def _local_maps_numpy(cp: Couplings, k, i, j, p_w, R_wb, theta):
+    """``_local_maps`` in NumPy, written from the module docstring's "Frames" directly: the
+    translational rows from the reached anchor frame, the rotational rows' secant from the
+    reached log."""
+    from scipy.spatial.transform import Rotation
+
+    def S(x):
+        return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+    def turn(th):
+        return Rotation.from_rotvec(th).as_matrix()
+
+    world = i == WORLD
+    tha = np.zeros(3) if world else theta[i]
+    Rwa = np.eye(3) if world else R_wb[i]
+    xa = cp.r_a[k] if world else p_w[i] + R_wb[i] @ cp.r_a[k]
+    Rga, Rga1 = Rwa @ cp.R_a[k], Rwa @ turn(tha) @ cp.R_a[k]
+    Rgb, Rgb1 = R_wb[j] @ cp.R_b[k], R_wb[j] @ turn(theta[j]) @ cp.R_b[k]
+    d = xa - (p_w[j] + R_wb[j] @ cp.r_b[k])
+    Gb = np.zeros((6, 6))
+    Gb[:3] = Rga1.T @ turned_map(R_wb[j], cp.r_b[k], theta[j])[:3]
+    Gb[3:, 3:] = Rga.T @ R_wb[j]
+    Ga = np.zeros((6, 6))
+    if not world:
+        Ga[:3] = Rga1.T @ turned_map(Rwa, cp.r_a[k], tha)[:3]
+        Ga[:3, 3:] += cp.R_a[k].T @ left_jacobian_numpy(-tha) @ S(Rwa.T @ d)
+        Ga[3:, 3:] = cp.R_a[k].T
+    e = np.concatenate([Rga.T @ d, Rotation.from_matrix(Rgb.T @ Rga).as_rotvec()])
+    s = theta[j] @ theta[j] + tha @ tha
+    if (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
+        de = Rotation.from_matrix(Rgb1.T @ Rga1).as_rotvec() - e[3:]
+        cr = (de - (Ga[3:, 3:] @ tha - Gb[3:, 3:] @ theta[j])) / s
+        Gb[3:, 3:] -= np.outer(cr, theta[j])
+        if not world:
+            Ga[3:, 3:] += np.outer(cr, tha)
+    return Ga, Gb, e
+
+
 def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
     """``coupling_terms`` in plain NumPy, one coupling at a time (the reference the kernel is
     tested against)."""
@@ -387,7 +762,9 @@ def coupling_terms_numpy(cp: Couplings, p_w, R_wb, V, theta, T, A, rhs):
                                     p_w[i] + R_wb[i] @ cp.r_a[k], V[i], theta[i])
         e = np.concatenate([xa - xb, Rgb @ Rotation.from_matrix(Rgb.T @ Rga).as_rotvec()])
         s = theta[j] @ theta[j] + tha @ tha
-        if (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
+        if cp.frame is not None and cp.frame[k] == FRAME_ANCHOR:
+            Ga, Gb, e = _local_maps_numpy(cp, k, i, j, p_w, R_wb, theta)
+        elif (np.any(cp.K[k, 3:] != 0) or np.any(cp.D[k, 3:] != 0)) and s > SECANT_FLOOR:
             Rb1 = R_wb[j] @ Rotation.from_rotvec(theta[j]).as_matrix() @ cp.R_b[k]
             Ra1 = Rga if i == WORLD else R_wb[i] @ Rotation.from_rotvec(tha).as_matrix() @ cp.R_a[k]
             lin = (0.0 if i == WORLD else R_wb[i] @ tha) - R_wb[j] @ theta[j]
@@ -573,36 +950,66 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     with the smallest Newton step (passes = max_iter; the energy is then not exact); not
     finite: theta = 0, the start-of-step map (passes = -1)."""
     T = float(T)
-    args = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V)
+    framed = _framed(cp)
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
-    Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+    Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
     jac, d = None, np.inf
     best = (np.inf, theta, (A1, b1, Aab, e))
+    tried = None                # the line search's accepted trial: this pass's terms already
     for it in range(max_iter):
         theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
-        A1, b1 = A.copy(), rhs.copy()
-        Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+        if tried is not None:
+            A1, b1, Aab, e = tried
+        else:
+            A1, b1 = A.copy(), rhs.copy()
+            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
         if jac is None or d > NEWTON_REFRESH * np.abs(theta).max():
             J = A.copy()
-            Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
+            Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
             jac = (J, Jab, Jba)
-        dV = block_solve(cp, *jac, _residual(A1, b1, cp.a, cp.b, Aab, Vn))
+        res = _residual(A1, b1, cp.a, cp.b, Aab, Vn)
+        dV = block_solve(cp, *jac, res)
         d = 0.5 * T * np.abs(dV[:, 3:]).max()
         if not np.isfinite(d):
             theta = np.zeros_like(theta)
             A1, b1 = A.copy(), rhs.copy()
-            Aab, e, _ = coupling_terms(*args, theta, T, A1, b1)
+            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
             return theta, -1, (A1, b1, Aab, e)
         if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
             return theta, it + 1, (A1, b1, Aab, e)
         if d < best[0]:
             best = (d, theta, (A1, b1, Aab, e))
         s = min(1.0, TURN_STEP / d)
+        if framed:
+            s, tried = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)))
         Vn = Vn + s * dV
         d *= s
     return best[1], max_iter, best[2]
+
+
+# The FRAME_ANCHOR couplings' line search: a pass is halved while it does not lower the
+# residual's norm by this fraction of the step (Armijo), at most LINE_HALVINGS times.  A stiff
+# rod bent at T = 10 ms has soft directions (a link's twist: inertia m r^2/2 against the bending
+# moments its twist turns) where the residual curves within a full pass: the plain passes then
+# cycle (measured: the free 40-link cable, a pass of 4e-3 rad on one link's twist repeated
+# for 20 passes, the energy off by 1e-4); halved, they converge in ~8.
+LINE_ARMIJO = 1e-4
+LINE_HALVINGS = 8
+
+
+def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0):
+    """(s, terms): the fraction s of the pass dV to take (module docstring, ``turns``) and the
+    couplings' (A, rhs, A_ab, e) at Vn + s dV (None where the last halving was not tried)."""
+    for _ in range(LINE_HALVINGS):
+        Vt = Vn + s * dV
+        A1, b1 = A.copy(), rhs.copy()
+        Aab, e, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1)
+        if np.linalg.norm(_residual(A1, b1, cp.a, cp.b, Aab, Vt)) <= (1.0 - LINE_ARMIJO * s) * f0:
+            return s, (A1, b1, Aab, e)
+        s *= 0.5
+    return s, None
 
 
 def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
@@ -616,8 +1023,7 @@ def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
         A[...] = A1
         rhs[...] = b1
         return Aab, e
-    Aab, e, _ = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta,
-                               float(T), A, rhs)
+    Aab, e, _ = terms(cp, p_w, R_wb, V, theta, float(T), A, rhs)
     return Aab, e
 
 

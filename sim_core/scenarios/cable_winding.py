@@ -35,7 +35,7 @@ import numpy as np
 from sim_core import config as config_mod
 from sim_core import step as step_mod
 from sim_core.math.so3 import log_so3
-# (cable imported in build until the merge)
+from sim_core.scenarios import cable as cable_mod
 from sim_core.scenarios.common import arm_system, contact_params, drive_gains
 from sim_core.shapes import Cylinder
 from sim_core.types import ContactPair, Inputs, Material, Model, State
@@ -147,7 +147,6 @@ def start_poses(w: Winding, n: int, phi: float) -> tuple[np.ndarray, np.ndarray]
 def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     """The winding world and its start State (module docstring)."""
     check(cfg, src)
-    from sim_core.scenarios import cable as cable_mod
     c = cfg["cable"]
     w = winding(cfg)
     n = c["links"]
