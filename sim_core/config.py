@@ -226,6 +226,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 doc="kappa of seed 002 eq. (8), |lambda_t| <= kappa |lambda_n|^N (seed: 1.296)"),
         "friction_exponent": Field("float", 0.7616, gt=0.0, hi=2.0,
                                    doc="N of seed 002 eq. (8) (seed: 0.7616; 1 is Coulomb's law)"),
+    },
     "winding": {
         "drum_radius": Field("float", 0.02, gt=0.0, hi=0.5, unit="m", doc="the fixed drum's radius (axis world z)"),
         "drum_length": Field("float", 0.08, gt=0.0, hi=1.0, unit="m", doc="the drum's length along its axis"),
