@@ -119,6 +119,26 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "pgs_iterations": Field("int", 50, lo=1, hi=100_000, doc="projected Gauss-Seidel sweeps (max)"),
         "pgs_tolerance": Field("float", 1e-10, gt=0.0, unit="N",
                                doc="stop when no force changes by more than this"),
+        "island_solver": Field("enum", "direct", choices=("direct", "direct_dense", "subsystems",
+                                                          "subsystems_regulated"),
+                               doc="a coupled island (a chain, a cable): factorized whole on its blocks, "
+                                   "or dense (seed 002 Solver 1), or cut into subsystems solved in "
+                                   "parallel (Solver 2, Algorithm 1; with the post-regulation: Solver 3; "
+                                   "docs/cable.md)"),
+        "subsystems": Field("int", 8, lo=1, hi=10_000, doc="n_s: subsystems of consecutive bodies a coupled "
+                                                           "island is cut into (subsystem solvers)"),
+        "island_iterations": Field("int", 100, lo=1, hi=100_000, doc="l_max of the subsystem iteration"),
+        "island_tolerance": Field("float", 1e-6, gt=0.0, unit="N",
+                                  doc="subsystem iteration: stop when no cut coupling's force and no contact "
+                                      "force changes by more than this"),
+        "regulation_xi": Field("float", 1.0, gt=0.0, hi=1e6, unit="m/s",
+                               doc="xi of the post-regulation (seed 002 eq. (16)): the first iteration's "
+                                   "allowed change of the cuts' velocity mismatch by the contacts"),
+        "regulation_alpha": Field("float", 0.9, gt=0.0, hi=0.999,
+                                  doc="alpha of eq. (16): the allowed change shrinks by this factor per iteration"),
+        "friction_exponent": Field("float", 1.0, gt=0.0, hi=2.0,
+                                   doc="N of the friction law ||f_t|| <= friction f_n^N (seed 002 eq. (8), on "
+                                       "forces, so independent of the step; 1: Coulomb; != 1 needs solver pgs)"),
     },
     "arm": {
         "robot": Field("enum", "panda", choices=("panda", "off"),
@@ -216,7 +236,7 @@ ARRAYS = {"waypoints": _WAYPOINT}   # [[waypoints]] tables, at least two, times 
 # [materials.NAME]: a contact material, named; a key left out takes [contact]'s value.  The
 # keys are [contact]'s material keys (bounds and meaning as there) and the parameters of the
 # material's law (contact.materials.LAWS[law].params).
-MATERIAL_KEYS = ("friction", "penetration_gain", "band", "law")
+MATERIAL_KEYS = ("friction", "penetration_gain", "band", "law", "friction_exponent")
 # [pairs]: "MOVING/STATIC" = "NAME" -- the pair of those two parts (their [parts] names: the
 # moving part's and the static part's) takes material NAME; a pair not listed, [contact]'s.
 PAIR_SEPARATOR = "/"

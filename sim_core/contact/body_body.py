@@ -176,7 +176,8 @@ def solve(model, state, solver, sub: Contacts, g: np.ndarray, blk, V_prev: np.nd
     for _ in range(RESOLVE_MAX):
         A, b = isl.blocks(w_bar)
         G, Cf = isl.rows(w_bar)
-        s = solver(model.contact, sub, G, Cf, _dense(A), b.ravel(), V_prev, dt, start, row, mu=mu, beta=beta)
+        s = solver(model.contact, sub, G, Cf, _dense(A), b.ravel(), V_prev, dt, start, row, mu=mu, beta=beta,
+                   nexp=materials.exponents(model, sub))
         new = isl.point(s.V)
         if new is None:
             return s
