@@ -131,10 +131,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "island_tolerance": Field("float", 1e-6, gt=0.0, unit="N",
                                   doc="subsystem iteration: stop when no cut coupling's force and no contact "
                                       "force changes by more than this"),
-        "regulation_xi": Field("float", 1.0, gt=0.0, hi=1e6, unit="m/s",
-                               doc="xi of the post-regulation (seed 002 eq. (16)): the first iteration's "
-                                   "allowed change of the cuts' velocity mismatch by the contacts"),
-        "regulation_alpha": Field("float", 0.9, gt=0.0, hi=0.999,
+        "regulation_xi": Field("float", 1.0, gt=0.0, hi=1e6, unit="N",
+                               doc="xi of the post-regulation (seed 002 eq. (16), on forces): how far the "
+                                   "contacts' sweep at the first iteration may move a cut coupling's force; "
+                                   "a sweep that moves one further is undone"),
+        "regulation_alpha": Field("float", 0.7, gt=0.0, hi=0.999,
                                   doc="alpha of eq. (16): the allowed change shrinks by this factor per iteration"),
         "friction_exponent": Field("float", 1.0, gt=0.0, hi=2.0,
                                    doc="N of the friction law ||f_t|| <= friction f_n^N (seed 002 eq. (8), on "

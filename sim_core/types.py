@@ -81,8 +81,8 @@ class ContactParams:
     subsystems: int = 8             # n_s: consecutive-body subsystems of a coupled island (subsystem solvers)
     island_iterations: int = 100    # l_max of the subsystem iteration (seed 002 Sec. V-B)
     island_tolerance: float = 1e-6  # N: stop when no cut coupling's force and no contact force changes more
-    regulation_xi: float = 1.0      # m/s (rad/s): xi of eq. (16), the first iteration's allowed change
-    regulation_alpha: float = 0.9   # alpha of eq. (16), (0, 1): the allowed change shrinks by it per iteration
+    regulation_xi: float = 1.0      # N (N m): xi of eq. (16), how far the contacts' first sweep may move a cut force
+    regulation_alpha: float = 0.7   # alpha of eq. (16), (0, 1): the allowed change shrinks by it per iteration
     friction_exponent: float = 1.0  # N of the default material's friction law (Material.friction_exponent)
 
     @property

@@ -216,12 +216,19 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
         for s in prange(ns):                       # Algorithm 1 lines 14-16: in parallel
             _sweep(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, bn, mu, nexp, lam, F)
             _ends(s, c_off, end_off, e_off, R, lam, y)
-        if regulated:                              # eq. (16): ||C (lambda^l - lambda^l-1)|| >= xi alpha^l: undo
-            dC = np.zeros((nc, 6))
+        if regulated:                              # eq. (16), in force units: undo the sweep if
+            dC = np.zeros((nc, 6))                 # max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| >= xi alpha^l
             for e in range(n_end):
                 for r in range(6):
                     dC[end_cut[e], r] += y[e, r] - y_old[e, r]
-            if np.sqrt(np.sum(dC * dC)) >= xi * alpha ** passes:
+            big = 0.0
+            for k in range(nc):
+                for p in range(6):
+                    v = 0.0
+                    for q in range(6):
+                        v += S_inv[k, p, q] * dC[k, q]
+                    big = max(big, abs(v))
+            if big >= xi * alpha ** passes:
                 lam[:, :] = lam_old
                 y[:, :] = y_old
         for k in range(nc):
