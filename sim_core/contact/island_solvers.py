@@ -347,54 +347,31 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         Gb, Go, Cf = np.zeros((0, 3, 6)), np.zeros((0, 3, 6)), np.zeros((0, 3, 3))
     by = np.argsort(label[body], kind="stable")     # the contacts, subsystem by subsystem
     c_off = np.searchsorted(label[body][by], np.arange(ns + 1)).astype(np.int64)
-    pos = np.empty(k, np.int64)
-    W_parts, E_parts, R_parts, ufree = [], [], [], np.zeros(3 * m)
-    end_cut, end_off = [], [0]
+    # each cut coupling's two ends, subsystem by subsystem: its body and its block of P^T there
+    # (I at a, -G_b^T at b)
+    end_sub = np.concatenate([label[a[cut]], label[b[cut]]])
+    order = np.argsort(end_sub, kind="stable")
+    end_cut = np.concatenate([np.arange(nc), np.arange(nc)])[order].astype(np.int64)
+    end_body = np.concatenate([a[cut], b[cut]])[order].astype(np.int64)
+    end_M = np.concatenate([np.tile(np.eye(6), (nc, 1, 1)), -Gb_eq.transpose(0, 2, 1)])[order]
+    end_off = np.searchsorted(end_sub[order], np.arange(ns + 1)).astype(np.int64)
     S, U = np.zeros((6 * nc, 6 * nc)), (H_inv @ F0[:, :, None])[:, :, 0] if nc else np.zeros((0, 6))
-    keep = []                                      # per subsystem: what recovers its velocities
-    for s in range(ns):
-        bs = np.flatnonzero(label == s)
-        pos[bs] = np.arange(bs.size)
-        own = inner & (label[a] == s)
-        inv = factorized(np.ascontiguousarray(A_loc[bs]), pos[a[own]], pos[b[own]], np.ascontiguousarray(A_ab[own]))
-        rows = by[c_off[s]:c_off[s + 1]]
-        ms = rows.size
-        ends = [(j, True) for j in range(nc) if label[a[cut[j]]] == s] + \
-               [(j, False) for j in range(nc) if label[b[cut[j]]] == s]
-        ne = len(ends)
-        rhs = np.zeros((bs.size, 6, 1 + 3 * ms + 6 * ne))
-        rhs[:, :, 0] = b_loc[bs]
-        if ms:
-            rhs[:, :, 1:1 + 3 * ms] = blocktree.scatter(Gb[rows], Go[rows], pos[body[rows]],
-                                                        np.where(other[rows] >= 0, pos[np.maximum(other[rows], 0)], -1),
-                                                        bs.size)
-        for e, (j, is_a) in enumerate(ends):        # P^T: I at a, -G_b^T at b
-            col = 1 + 3 * ms + 6 * e
-            if is_a:
-                rhs[pos[a[cut[j]]], :, col:col + 6] = np.eye(6)
-            else:
-                rhs[pos[b[cut[j]]], :, col:col + 6] = -Gb_eq[j].T
-        X = inv(rhs)
-        Pt = np.zeros((6 * ne, X.shape[2]))          # P_s X
-        for e, (j, is_a) in enumerate(ends):
-            Pt[6 * e:6 * e + 6] = X[pos[a[cut[j]]]] if is_a else -Gb_eq[j] @ X[pos[b[cut[j]]]]
-        if ms:
-            JX = blocktree.gather(Gb[rows], Go[rows], pos[body[rows]],
-                                  np.where(other[rows] >= 0, pos[np.maximum(other[rows], 0)], -1), X)
-            ufree[3 * c_off[s]:3 * c_off[s + 1]] = JX[:, 0]
-            W_parts.append(JX[:, 1:1 + 3 * ms].ravel())
-            E_parts.append(JX[:, 1 + 3 * ms:].ravel())
-            R_parts.append(Pt[:, 1:1 + 3 * ms].ravel())
-        else:
-            E_parts.append(np.zeros(0))
-            R_parts.append(np.zeros(0))
-        for e, (j, _) in enumerate(ends):
-            U[j] += Pt[6 * e:6 * e + 6, 0]
-            for f, (i, _) in enumerate(ends):
-                S[6 * j:6 * j + 6, 6 * i:6 * i + 6] += Pt[6 * e:6 * e + 6, 1 + 3 * ms + 6 * f:1 + 3 * ms + 6 * f + 6]
-            end_cut.append(j)
-        end_off.append(len(end_cut))
-        keep.append((bs, rows, ends, X))
+    if blocktree.tree(k, a, b)[0]:                 # a chain, a tree: Algorithm 1 lines 2-10 in parallel
+        prep = _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                                 end_cut, end_body, end_M, end_off)
+    else:                                          # a loop in the couplings: each subsystem by a sparse LU
+        prep = _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                               end_cut, end_body, end_M, end_off)
+    W_all, E_all, R_all, ufree, Q, q, q_off, recover = prep
+    for s in range(ns):                            # S and U: each subsystem's share P_s A_s^-1 P_s^T, P_s A_s^-1 B_s
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        Qs = Q[q_off[s]:q_off[s] + 36 * ne * ne].reshape(6 * ne, 6 * ne)
+        for e in range(ne):
+            j = end_cut[e0 + e]
+            U[j] += q[e0 + e]
+            for f in range(ne):
+                i = end_cut[e0 + f]
+                S[6 * j:6 * j + 6, 6 * i:6 * i + 6] += Qs[6 * e:6 * e + 6, 6 * f:6 * f + 6]
     for j in range(nc):
         S[6 * j:6 * j + 6, 6 * j:6 * j + 6] += H_inv[j]
     lam = np.zeros((m, 3))
@@ -415,24 +392,186 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         lam0 = solver_sor.warm_start(sub, Cf, warm)[0]
         sizes = 3 * np.diff(c_off)
         w_off = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
-        n_e = np.diff(np.array(end_off))
+        n_e = np.diff(end_off)
         e_off = np.concatenate([[0], np.cumsum(sizes * 6 * n_e)]).astype(np.int64)
         S_inv = np.array([np.linalg.inv(S[6 * j:6 * j + 6, 6 * j:6 * j + 6]) for j in range(nc)]).reshape(nc, 6, 6)
         lam_s, F, passes, capped = iterate(
-            c_off, w_off, _cat(W_parts), ufree, e_off, _cat(E_parts), _cat(R_parts), np.array(end_off, np.int64),
-            np.array(end_cut, np.int64), bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
+            c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
+            bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
             p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha)
         lam[by] = lam_s
-    V = np.empty((k, 6))
-    for bs, rows, ends, X in keep:
-        coef = np.concatenate([[1.0], lam[rows].ravel(), *[-F[j] for j, _ in ends]])
-        V[bs] = np.einsum("ijr,r->ij", X, coef)
+    V = recover(lam[by], F)
     gen = np.zeros(6 * k)
     if m:
         gen = np.einsum("ijr,r->ij", blocktree.scatter(Gb, Go, body, other, k), lam.ravel()).ravel()
     forces = np.einsum("mij,mj->mi", Cf, lam)
     sol = Solution(V.ravel(), lam, forces, gen, int(passes), capped=bool(capped), cut=F_by_coupling(len(kc), cut, F))
     return sol, V.ravel(), gen
+
+
+def _offsets(sizes) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def _layout(label, ns, a, b, inner, body, other, by, c_off, end_off):
+    """The subsystems' index arrays for the kernels: body runs b_off, each subsystem's inner
+    couplings (ia, ib local to it, rows `rows` of A_ab) with offsets i_off, the contacts' bodies
+    local to their subsystem, and the flat outputs' offsets."""
+    b_off = np.searchsorted(label, np.arange(ns + 1)).astype(np.int64)   # runs: label is sorted
+    idx = np.flatnonzero(inner)
+    idx = idx[np.argsort(label[a[idx]], kind="stable")]
+    i_off = np.searchsorted(label[a[idx]], np.arange(ns + 1)).astype(np.int64)
+    first = b_off[label]
+    ia, ib = (a[idx] - first[a[idx]]).astype(np.int64), (b[idx] - first[b[idx]]).astype(np.int64)
+    cb = (body[by] - first[body[by]]).astype(np.int64)
+    ob = other[by]
+    co = np.where(ob >= 0, ob - first[np.maximum(ob, 0)], -1).astype(np.int64)
+    ms, ne, ks = np.diff(c_off), np.diff(end_off), np.diff(b_off)
+    r = 1 + 3 * ms + 6 * ne
+    return (b_off, idx, i_off, ia, ib, cb, co, _offsets(9 * ms * ms), _offsets(18 * ms * ne), _offsets(36 * ne * ne),
+            _offsets(6 * ks * r))
+
+
+@njit(cache=True)
+def _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body, end_M,
+                 w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X):
+    """Subsystem s's factorization (``blocktree``) and X = A_s^-1 [B_s | J_s^T | P_s^T], then its
+    W_s = J_s X_ct, E_s = J_s X_cp, R_s = P_s X_ct, u_free = J_s X_B, its share of S (Q_s = P_s X_cp)
+    and of U (q = P_s X_B), into the flat outputs at its offsets."""
+    k0, ks = b_off[s], b_off[s + 1] - b_off[s]
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+    i0, i1 = i_off[s], i_off[s + 1]
+    a_s, b_s = ia[i0:i1].copy(), ib[i0:i1].copy()
+    Aab_s, Aba_s = Aab[i0:i1].copy(), Aba[i0:i1].copy()
+    _, order, parent, edge = blocktree.tree(ks, a_s, b_s)
+    LU, piv, Y = blocktree.factor(A_loc[k0:k0 + ks].copy(), order, parent, edge, a_s, Aab_s, Aba_s)
+    r = 1 + 3 * ms + 6 * ne
+    rhs = np.zeros((ks, 6, r))
+    for i in range(ks):
+        for j in range(6):
+            rhs[i, j, 0] = b_loc[k0 + i, j]
+    Gb_s, Go_s, cb_s, co_s = Gb[c0:c0 + ms].copy(), Go[c0:c0 + ms].copy(), cb[c0:c0 + ms].copy(), co[c0:c0 + ms].copy()
+    if ms:
+        rhs[:, :, 1:1 + 3 * ms] = blocktree.scatter(Gb_s, Go_s, cb_s, co_s, ks)
+    for e in range(ne):
+        rhs[end_body[e0 + e], :, 1 + 3 * ms + 6 * e:1 + 3 * ms + 6 * e + 6] = end_M[e0 + e]
+    blocktree.solve(LU, piv, Y, order, parent, edge, a_s, Aab_s, Aba_s, rhs)
+    X[x_off[s]:x_off[s + 1]] = rhs.ravel()
+    Pt = np.zeros((6 * ne, r))                     # P_s X: the end's block of P is end_M^T
+    for e in range(ne):
+        Pt[6 * e:6 * e + 6] = end_M[e0 + e].T @ rhs[end_body[e0 + e]]
+    if ms:
+        JX = blocktree.gather(Gb_s, Go_s, cb_s, co_s, rhs)
+        ufree[3 * c0:3 * c0 + 3 * ms] = JX[:, 0]
+        W[w_off[s]:w_off[s + 1]] = JX[:, 1:1 + 3 * ms].copy().ravel()
+        E[e_off[s]:e_off[s + 1]] = JX[:, 1 + 3 * ms:].copy().ravel()
+        R[e_off[s]:e_off[s + 1]] = Pt[:, 1:1 + 3 * ms].copy().ravel()
+    Q[q_off[s]:q_off[s + 1]] = Pt[:, 1 + 3 * ms:].copy().ravel()
+    for e in range(ne):
+        for j in range(6):
+            q[e0 + e, j] = Pt[6 * e + j, 0]
+
+
+@njit(cache=True, parallel=True)
+def _prepare_all(ns, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body, end_M,
+                 w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X):
+    for s in prange(ns):                           # Algorithm 1 lines 2-10: in parallel
+        _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body,
+                     end_M, w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+
+
+@njit(cache=True, parallel=True)
+def _recover(ns, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
+    """Algorithm 1 line 23, in parallel: V_s = X_B + X_ct lambda_s - X_cp F_ends per subsystem."""
+    for s in prange(ns):
+        k0, ks = b_off[s], b_off[s + 1] - b_off[s]
+        c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        r = 1 + 3 * ms + 6 * ne
+        Xs = X[x_off[s]:x_off[s + 1]].reshape((ks, 6, r))
+        for i in range(ks):
+            for j in range(6):
+                v = Xs[i, j, 0]
+                for c in range(ms):
+                    for t in range(3):
+                        v += Xs[i, j, 1 + 3 * c + t] * lam[c0 + c, t]
+                for e in range(ne):
+                    for t in range(6):
+                        v -= Xs[i, j, 1 + 3 * ms + 6 * e + t] * F[end_cut[e0 + e], t]
+                V[k0 + i, j] = v
+
+
+def _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                      end_cut, end_body, end_M, end_off):
+    """Every subsystem's setup in one parallel kernel (``_prepare_all``); returns (W, E, R,
+    u_free, Q, q, q_off, recover(lambda sorted, F) -> V (k,6))."""
+    b_off, idx, i_off, ia, ib, cb, co, w_off, e_off, q_off, x_off = _layout(label, ns, a, b, inner, body, other, by,
+                                                                         c_off, end_off)
+    Aab = np.ascontiguousarray(A_ab[idx])
+    Aba = np.ascontiguousarray(Aab.transpose(0, 2, 1))
+    eb = (end_body - b_off[label[end_body]]).astype(np.int64) if end_body.size else end_body
+    m = by.size
+    W, E, R = np.zeros(w_off[-1]), np.zeros(e_off[-1]), np.zeros(e_off[-1])
+    ufree, Q, q, X = np.zeros(3 * m), np.zeros(q_off[-1]), np.zeros((end_cut.size, 6)), np.zeros(x_off[-1])
+    _prepare_all(ns, b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), i_off, ia, ib, Aab, Aba, c_off,
+                 np.ascontiguousarray(Gb[by]), np.ascontiguousarray(Go[by]), cb, co, end_off, eb,
+                 np.ascontiguousarray(end_M), w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+
+    def recover(lam_sorted, F):
+        V = np.empty((A_loc.shape[0], 6))
+        _recover(ns, b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
+        return V
+    return W, E, R, ufree, Q, q, q_off, recover
+
+
+def _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                    end_cut, end_body, end_M, end_off):
+    """``_prepare_parallel`` one subsystem at a time, each factorized by ``factorized`` (a sparse LU
+    where its couplings close a loop)."""
+    k, m = A_loc.shape[0], by.size
+    pos = np.empty(k, np.int64)
+    W_parts, E_parts, R_parts, Q_parts, ufree = [], [], [], [], np.zeros(3 * m)
+    q = np.zeros((end_cut.size, 6))
+    keep = []
+    for s in range(ns):
+        bs = np.flatnonzero(label == s)
+        pos[bs] = np.arange(bs.size)
+        own = inner & (label[a] == s)
+        inv = factorized(np.ascontiguousarray(A_loc[bs]), pos[a[own]], pos[b[own]], np.ascontiguousarray(A_ab[own]))
+        rows = by[c_off[s]:c_off[s + 1]]
+        ms = rows.size
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        rhs = np.zeros((bs.size, 6, 1 + 3 * ms + 6 * ne))
+        rhs[:, :, 0] = b_loc[bs]
+        ob = np.where(other[rows] >= 0, pos[np.maximum(other[rows], 0)], -1)
+        if ms:
+            rhs[:, :, 1:1 + 3 * ms] = blocktree.scatter(Gb[rows], Go[rows], pos[body[rows]], ob, bs.size)
+        for e in range(ne):
+            rhs[pos[end_body[e0 + e]], :, 1 + 3 * ms + 6 * e:1 + 3 * ms + 6 * e + 6] = end_M[e0 + e]
+        X = inv(rhs)
+        Pt = np.zeros((6 * ne, X.shape[2]))
+        for e in range(ne):
+            Pt[6 * e:6 * e + 6] = end_M[e0 + e].T @ X[pos[end_body[e0 + e]]]
+        if ms:
+            JX = blocktree.gather(Gb[rows], Go[rows], pos[body[rows]], ob, X)
+            ufree[3 * c_off[s]:3 * c_off[s + 1]] = JX[:, 0]
+            W_parts.append(JX[:, 1:1 + 3 * ms].ravel())
+            E_parts.append(JX[:, 1 + 3 * ms:].ravel())
+            R_parts.append(Pt[:, 1:1 + 3 * ms].ravel())
+        Q_parts.append(Pt[:, 1 + 3 * ms:].ravel())
+        q[e0:e0 + ne] = Pt[:, 0].reshape(ne, 6)
+        keep.append((bs, ms, e0, ne, X))
+
+    def recover(lam_sorted, F):
+        V = np.empty((k, 6))
+        for s, (bs, ms, e0, ne, X) in enumerate(keep):
+            c0 = c_off[s]
+            coef = np.concatenate([[1.0], lam_sorted[c0:c0 + ms].ravel(), -F[end_cut[e0:e0 + ne]].ravel()])
+            V[bs] = np.einsum("ijr,r->ij", X, coef)
+        return V
+    return _cat(W_parts), _cat(E_parts), _cat(R_parts), ufree, _cat(Q_parts), q, \
+        _offsets([p.size for p in Q_parts]), recover
 
 
 def _cat(parts: list) -> np.ndarray:
