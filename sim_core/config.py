@@ -138,8 +138,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "regulation_alpha": Field("float", 0.7, gt=0.0, hi=0.999,
                                   doc="alpha of eq. (16): the allowed change shrinks by this factor per iteration"),
         "friction_exponent": Field("float", 1.0, gt=0.0, hi=2.0,
-                                   doc="N of the friction law ||f_t|| <= friction f_n^N (seed 002 eq. (8), on "
-                                       "forces, so independent of the step; 1: Coulomb; != 1 needs solver pgs)"),
+                                   doc="N of the friction law: tangential force <= friction f_n^N (seed 002 "
+                                       "eq. (8), on forces, so independent of the step; 1: Coulomb; != 1 needs "
+                                       "solver pgs)"),
     },
     "arm": {
         "robot": Field("enum", "panda", choices=("panda", "off"),
