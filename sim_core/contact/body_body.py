@@ -60,7 +60,7 @@ Scope: islands with a body-body contact, no couplings and at most ``step.SMALL_I
 (the velocity-space solve), every contact in it (its world contacts too) on these rows; an
 island without a body-body contact keeps the ordinary rows and today's arithmetic, bitwise.
 A coupled or large island with body-body contacts (a cable's links against each other) still
-takes the ordinary rows in ``step._contact_space``.
+takes the ordinary rows in ``island_solvers.direct``.
 """
 from __future__ import annotations
 
