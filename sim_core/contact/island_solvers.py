@@ -324,21 +324,20 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         if np.abs(Aab_c - A_ab[cut]).max() > 1e-9 * scale:
             raise ValueError(f"island solver {name!r}: a cut coupling's terms differ from the step's "
                              "(theta is not the step's turns)")
-        for j in range(nc):
-            H = 0.5 * (Az[2 * j] + Az[2 * j].T)
-            try:
-                np.linalg.cholesky(H)
-            except np.linalg.LinAlgError:
-                raise ValueError(f"island solver {name!r}: cut coupling {int(gk[j])} has no stiffness or damping "
-                                 "in some row (H = A_aa not positive definite): a ball joint cannot be cut; "
-                                 "use island_solver 'direct' or stiffen the coupling") from None
-            H_inv[j] = np.linalg.inv(H)
-            Gb_eq[j] = -H_inv[j] @ A_ab[cut[j]]
-            F0[j] = -rz[2 * j]
-            A_loc[a[cut[j]]] -= Az[2 * j]
-            A_loc[b[cut[j]]] -= Az[2 * j + 1]
-            b_loc[a[cut[j]]] -= rz[2 * j]
-            b_loc[b[cut[j]]] -= rz[2 * j + 1]
+        H = 0.5 * (Az[0::2] + Az[0::2].transpose(0, 2, 1))
+        lo = np.linalg.eigvalsh(H)                 # (nc,6) ascending: H must be positive definite
+        bad = np.flatnonzero(lo[:, 0] <= 1e-12 * np.maximum(lo[:, -1], 1e-300))
+        if bad.size:
+            raise ValueError(f"island solver {name!r}: cut coupling {int(gk[bad[0]])} has no stiffness or damping "
+                             "in some row (H = A_aa not positive definite): a ball joint cannot be cut; "
+                             "use island_solver 'direct' or stiffen the coupling")
+        H_inv = np.linalg.inv(H)
+        Gb_eq = -H_inv @ A_ab[cut]
+        F0 = -rz[0::2]
+        np.subtract.at(A_loc, a[cut], Az[0::2])
+        np.subtract.at(A_loc, b[cut], Az[1::2])
+        np.subtract.at(b_loc, a[cut], rz[0::2])
+        np.subtract.at(b_loc, b[cut], rz[1::2])
     inner = np.ones(len(kc), bool)
     inner[cut] = False
     if m:
@@ -394,7 +393,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         w_off = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
         n_e = np.diff(end_off)
         e_off = np.concatenate([[0], np.cumsum(sizes * 6 * n_e)]).astype(np.int64)
-        S_inv = np.array([np.linalg.inv(S[6 * j:6 * j + 6, 6 * j:6 * j + 6]) for j in range(nc)]).reshape(nc, 6, 6)
+        S_inv = np.linalg.inv(np.array([S[6 * j:6 * j + 6, 6 * j:6 * j + 6] for j in range(nc)]).reshape(nc, 6, 6))
         lam_s, F, passes, capped = iterate(
             c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
             bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
