@@ -123,6 +123,28 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "pgs_iterations": Field("int", 50, lo=1, hi=100_000, doc="projected Gauss-Seidel sweeps (max)"),
         "pgs_tolerance": Field("float", 1e-10, gt=0.0, unit="N",
                                doc="stop when no force changes by more than this"),
+        "island_solver": Field("enum", "direct", choices=("direct", "direct_dense", "subsystems",
+                                                          "subsystems_regulated"),
+                               doc="a coupled island (a chain, a cable): factorized whole on its blocks, "
+                                   "or dense (seed 002 Solver 1), or cut into subsystems solved in "
+                                   "parallel (Solver 2, Algorithm 1; with the post-regulation: Solver 3; "
+                                   "docs/cable.md)"),
+        "subsystems": Field("int", 8, lo=1, hi=10_000, doc="n_s: subsystems of consecutive bodies a coupled "
+                                                           "island is cut into (subsystem solvers)"),
+        "island_iterations": Field("int", 100, lo=1, hi=100_000, doc="l_max of the subsystem iteration"),
+        "island_tolerance": Field("float", 1e-6, gt=0.0, unit="N",
+                                  doc="subsystem iteration: stop when no cut coupling's force and no contact "
+                                      "force changes by more than this"),
+        "regulation_xi": Field("float", 1.0, gt=0.0, hi=1e6, unit="N",
+                               doc="xi of the post-regulation (seed 002 eq. (16), on forces): how far the "
+                                   "contacts' sweep at the first iteration may move a cut coupling's force; "
+                                   "a sweep that moves one further is undone"),
+        "regulation_alpha": Field("float", 0.7, gt=0.0, hi=0.999,
+                                  doc="alpha of eq. (16): the allowed change shrinks by this factor per iteration"),
+        "friction_exponent": Field("float", 1.0, gt=0.0, hi=2.0,
+                                   doc="N of the friction law: tangential force <= friction f_n^N (seed 002 "
+                                       "eq. (8), on forces, so independent of the step; 1: Coulomb; != 1 needs "
+                                       "solver pgs)"),
     },
     "arm": {
         "robot": Field("enum", "panda", choices=("panda", "off"),
@@ -210,8 +232,6 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "cable": {
         "links": Field("int", 80, lo=1, hi=MAX_CABLE_LINKS,
                        doc="n: rigid cylindrical links of the cable (seed 002: 40 to 160; scenarios/cable.py)"),
-        "subsystems": Field("int", 8, lo=1, hi=MAX_CABLE_LINKS,
-                            doc="consecutive-link subsystems solved in parallel (seed 002: 8 to 20), at most links"),
         "radius": Field("float", 0.002, gt=0.0, hi=0.1, unit="m", doc="the cable's radius (seed 002: 2 mm)"),
         "length": Field("float", 0.4, gt=0.0, hi=MAX_CABLE_LENGTH, unit="m",
                         doc="the whole cable's length (seed 002: 0.4 m); a link is length / links"),
@@ -253,7 +273,7 @@ ARRAYS = {"waypoints": _WAYPOINT}   # [[waypoints]] tables, at least two, times 
 # [materials.NAME]: a contact material, named; a key left out takes [contact]'s value.  The
 # keys are [contact]'s material keys (bounds and meaning as there) and the parameters of the
 # material's law (contact.materials.LAWS[law].params).
-MATERIAL_KEYS = ("friction", "penetration_gain", "band", "law")
+MATERIAL_KEYS = ("friction", "penetration_gain", "band", "law", "friction_exponent")
 # [pairs]: "MOVING/STATIC" = "NAME" -- the pair of those two parts (their [parts] names: the
 # moving part's and the static part's) takes material NAME; a pair not listed, [contact]'s.
 PAIR_SEPARATOR = "/"
@@ -371,9 +391,9 @@ def validate(raw: dict, src: str) -> dict:
                 raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS, 'materials', 'pairs'])})")
         cfg = {sec: _check_table(sec, schema, raw.get(sec, {})) for sec, schema in SCHEMA.items()}
         _check_law("contact.law", cfg["contact"]["law"])
-        if cfg["cable"]["subsystems"] > cfg["cable"]["links"]:
-            raise ConfigError(f"cable.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
-                              f"got {cfg['cable']['subsystems']}")
+        if cfg["scenario"]["task"] == "cable_winding" and cfg["contact"]["subsystems"] > cfg["cable"]["links"]:
+            raise ConfigError(f"contact.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
+                              f"got {cfg['contact']['subsystems']}")
         mats = raw.get("materials", {})
         if not isinstance(mats, dict):
             raise ConfigError(f"materials: expected tables [materials.NAME], got {type(mats).__name__}")

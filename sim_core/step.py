@@ -35,7 +35,16 @@ import numpy as np
 from sim_core import shapes
 from sim_core.collision import batch
 from sim_core.collision import detectors as collision
-from sim_core.contact import body_body, clustering, compliant_stage, cspace, frames, materials, solver_sor
+from sim_core.contact import (
+    body_body,
+    clustering,
+    compliant_stage,
+    cspace,
+    frames,
+    island_solvers,
+    materials,
+    solver_sor,
+)
 from sim_core.contact.solvers import SOLVERS, Solution
 from sim_core.dynamics import blocktree, couplings, pmi
 from sim_core.systems import rigid
@@ -84,6 +93,7 @@ class StepInfo:
     forces_w: np.ndarray           # (m,3) N at the contacts, world
     times: dict = field(default_factory=dict)
     tau: np.ndarray = field(default_factory=lambda: np.zeros(0))   # (nv,) N m, the arm's motor torques
+    capped: bool = False           # a coupled island's subsystem iteration stopped at its cap (island_solvers)
     grasp_error: float = 0.0       # m, tool-grasp distance at the start of the step
     dt: float = 0.0                # s, the step's length (what a replay must step with)
 
@@ -161,16 +171,22 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     row = cspace_row(model, state)
     laps.lap("cspace")
     cp = model.couplings
-    A_ab = _NO_COUPLINGS if cp is None or len(cp) == 0 else \
-        couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
+    theta = None                   # (B,3) rad, the bodies' turns over the step: what a subsystem solver
+    if cp is None or len(cp) == 0:  # needs to take a cut coupling's terms out (island_solvers)
+        A_ab = _NO_COUPLINGS
+    elif model.contact.island_solver in island_solvers.NEEDS_TURNS:   # the same terms as apply finds
+        theta = couplings.turns(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
+        A_ab = couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b, theta)[0]
+    else:
+        A_ab = couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
     folds = [s.fold(model, state, sub, inp, dt, prep, blk)
              for s, sub, prep in zip(model.systems, state.systems, preps)]
     laps.lap("systems")
     c = found.contacts
     on = c.bodies()
-    sol = solve(model, state, c, on, blk, A_ab, row, dt)
+    sol = solve(model, state, c, on, blk, A_ab, row, dt, theta)
     laps.lap("solving")
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget)
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None))
     Vn = sol.V.reshape(model.n_bodies, 6)
     p, R = rigid.advance(state, Vn, dt)
     if sol.shift is not None:              # compliant contacts: the closed form's displacement
@@ -230,10 +246,11 @@ def _take(c: Contacts, rows: np.ndarray, body: np.ndarray, other: np.ndarray) ->
     return Contacts(**kw)
 
 
-def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, row, dt: float):
+def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, row, dt: float, theta=None):
     """Stage 6: the configured solver per island (``islands``), assembled into one solution.
     `blk` the bodies' blocks (``systems.rigid.Blocks``, the systems and couplings' diagonal
-    terms in), `A_ab` (c,6,6) the couplings' off-diagonal blocks.  Contacts of a compliant
+    terms in), `A_ab` (c,6,6) the couplings' off-diagonal blocks, `theta` (B,3) the turns they
+    were taken at (a subsystem island solver needs them; ``contact.island_solvers``).  Contacts of a compliant
     pair get seed 001's analytic force first (``contact.compliant_stage``; a world without
     one never takes that branch)."""
     soft = compliant_stage.rows(model, c)
@@ -249,12 +266,14 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
     if model.n_bodies == 1 and (ca is None or not (ca >= 0).any()):
         G, Cf = frames.world_jacobians(c.x_w, c.n_w, on, other, state.p_w, state.R_wb)
         mu, beta = materials.per_contact(model, c)
-        return solver(model.contact, c, G, Cf, blk.A[0], blk.b[0], V_prev, dt, state.warm, row, mu=mu, beta=beta)
+        return solver(model.contact, c, G, Cf, blk.A[0], blk.b[0], V_prev, dt, state.warm, row, mu=mu, beta=beta,
+                      nexp=materials.exponents(model, c))
     groups = islands(model.n_bodies, on, other, ca, cb)
     n, m = 6 * model.n_bodies, len(c)
     V, gen = np.empty(n), np.zeros(n)
     lam, forces = np.zeros((m, 3)), np.zeros((m, 3))
-    sweeps, lam_c = 0, 0.0
+    sweeps, lam_c, capped, cut = 0, 0.0, False, None
+    island = island_solvers.ISLAND_SOLVERS[model.contact.island_solver]
     old = None if state.warm is None else state.warm.budget
     budget = np.zeros(model.n_bodies) if old is None else old.copy()
     local = np.full(model.n_bodies, -1, np.int64)
@@ -286,62 +305,22 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
                 A[6 * j:6 * j + 6, 6 * j:6 * j + 6] = blk.A[g[j]]
             G, Cf = frames.world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
             mu, beta = materials.per_contact(model, sub)
-            s = solver(model.contact, sub, G, Cf, A, blk.b[g].ravel(), V_prev[cols], dt, warm, row_g, mu=mu, beta=beta)
+            s = solver(model.contact, sub, G, Cf, A, blk.b[g].ravel(), V_prev[cols], dt, warm, row_g, mu=mu, beta=beta,
+                       nexp=materials.exponents(model, sub))
             V[cols], gen[cols] = s.V, s.generalized
         else:
             if row_g is not None:
                 raise ValueError("step.solve: a C-space row on a coupled or large island is not supported")
-            s, V[cols], gen[cols] = _contact_space(model, state, solver, sub, g, blk, local[ca[kc]], local[cb[kc]],
-                                                   A_ab[kc], V_prev[cols], dt, warm)
+            s, V[cols], gen[cols] = island(model, state, solver, sub, g, blk, local[ca[kc]], local[cb[kc]],
+                                           A_ab[kc], V_prev[cols], dt, warm, kc, theta)
+            if s.cut is not None:          # this island's cut couplings' forces, by the couplings' index
+                cut = np.zeros((len(cp), 6)) if cut is None else cut
+                cut[kc] = s.cut
         lam[rows], forces[rows] = s.lam, s.forces_w
-        sweeps, lam_c = max(sweeps, s.sweeps), lam_c + s.lam_c
+        sweeps, lam_c, capped = max(sweeps, s.sweeps), lam_c + s.lam_c, capped or s.capped
         if s.budget is not None:
             budget[g] = s.budget
-    return Solution(V, lam, forces, gen, sweeps, lam_c, budget)
-
-
-def _contact_space(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm):
-    """A coupled (or large) island: A factorized once -- on its blocks where the couplings form
-    a tree (``dynamics.blocktree``: a chain, a branching cable; no fill, linear in the bodies),
-    else by a sparse LU (SuperLU, COLAMD order: an FEM mesh or a closed loop) -- V_free = A^-1 b,
-    and with the contacts' sparse rows G (a contact touches at most two bodies)
-    X = A^-1 G^T (one multi-right-hand-side solve), the Delassus operator W = G X (3m x 3m,
-    from the sparse rows: O(m^2), not O(k m^2)).  The solver kernels then run unchanged on the
-    contact-space problem: G' the identity rows, A^-1' = W, V_free' = G V_free,
-    V_prev' = G V_prev; and V+ = V_free + X lambda.  Couplings are linear in V+ (PMI potential
-    action), so they are solved with the contacts exactly, through the factorization."""
-    k, m = g.size, len(sub)
-    A_ba = np.ascontiguousarray(A_ab.transpose(0, 2, 1))    # A is symmetric in its couplings
-    ok, order, parent, edge = blocktree.tree(k, a, b)
-    if ok:
-        fac = blocktree.factor(blk.A[g], order, parent, edge, a, A_ab, A_ba)
-
-        def inv(rhs):                              # rhs (k,6,r) -> A^-1 rhs, in place
-            blocktree.solve(*fac, order, parent, edge, a, A_ab, A_ba, rhs)
-            return rhs
-    else:
-        from scipy.sparse.linalg import splu
-        lu = splu(blocktree.matrix(blk.A[g], a, b, A_ab, A_ba))
-
-        def inv(rhs):
-            return np.ascontiguousarray(lu.solve(rhs.reshape(6 * k, -1))).reshape(rhs.shape)
-    V_free = inv(blk.b[g].reshape(k, 6, 1).copy()).reshape(6 * k)
-    if m == 0:
-        keep = None if warm is None else warm.budget
-        return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(6 * k), 0, budget=keep), \
-            V_free, np.zeros(6 * k)
-    Gb, Go, Cf = frames.contact_rows(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
-    Gt = blocktree.scatter(Gb, Go, sub.body, sub.other, k)       # G^T (k,6,3m)
-    X = inv(Gt.copy())
-    W = blocktree.gather(Gb, Go, sub.body, sub.other, X)
-    eye = np.zeros((m, 3, 3 * m))
-    eye[np.arange(m)[:, None], np.arange(3)[None, :], 3 * np.arange(m)[:, None] + np.arange(3)[None, :]] = 1.0
-    mu, beta = materials.per_contact(model, sub)
-    Gt, X = Gt.reshape(6 * k, 3 * m), X.reshape(6 * k, 3 * m)
-    s = solver(model.contact, sub, eye, Cf, None, None, Gt.T @ V_prev, dt, warm, None,
-               free=(W, Gt.T @ V_free), n_bodies=k, mu=mu, beta=beta)
-    lam = s.lam.ravel()
-    return s, V_free + X @ lam, Gt @ lam
+    return Solution(V, lam, forces, gen, sweeps, lam_c, budget, capped=capped, cut=cut)
 
 
 def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: float = 0.0,
@@ -355,7 +334,7 @@ def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: 
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
                     fallback=found.fallback, contact_wrench=sol.generalized.reshape(model.n_bodies, 6),
                     sweeps=sol.sweeps, contacts=found.contacts, forces_w=sol.forces_w, times=laps.times,
-                    tau=tau, grasp_error=grasp_error, dt=dt)
+                    tau=tau, grasp_error=grasp_error, dt=dt, capped=getattr(sol, "capped", False))
 
 
 def start(model: Model, state: State) -> State:

@@ -47,6 +47,9 @@ class Material:
     band: float               # m, a node is a contact candidate if its signed distance < band
     law: str = "complementarity"   # key of contact.materials.LAWS
     law_params: tuple[tuple[str, float], ...] = ()  # the law's own parameters (name, value), by name
+    # N of the generalized friction law ||f_t|| <= mu f_n^N (seed 002 eq. (8), made a law on forces:
+    # ``solver_pgs``), mu then in N^(1-N); 1: Coulomb (the kernels' arithmetic unchanged)
+    friction_exponent: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,22 @@ class ContactParams:
     fallback_depth: float = 1e-4  # m: the clustering's safety net acts on a step this deep
     speculative: str = "predicted"  # "predicted" | "current": where a gap d > 0 is linearized (detection.predict)
     law: str = "complementarity"    # the default material's contact law (key of contact.materials.LAWS)
+    # a coupled island's solver (key of contact.island_solvers.ISLAND_SOLVERS): "direct" (the whole
+    # island factorized on its blocks) | "direct_dense" (dense A^-1) | "subsystems" (seed 002 Alg. 1)
+    # | "subsystems_regulated" (Alg. 1 with the post-regulation, eq. (16))
+    island_solver: str = "direct"
+    subsystems: int = 8             # n_s: consecutive-body subsystems of a coupled island (subsystem solvers)
+    island_iterations: int = 100    # l_max of the subsystem iteration (seed 002 Sec. V-B)
+    island_tolerance: float = 1e-6  # N: stop when no cut coupling's force and no contact force changes more
+    regulation_xi: float = 1.0      # N (N m): xi of eq. (16), how far the contacts' first sweep may move a cut force
+    regulation_alpha: float = 0.7   # alpha of eq. (16), (0, 1): the allowed change shrinks by it per iteration
+    friction_exponent: float = 1.0  # N of the default material's friction law (Material.friction_exponent)
 
     @property
     def material(self) -> Material:
         """The default material: what a pair without its own (``ContactPair.material``) obeys."""
-        return Material(self.friction, self.penetration_gain, self.band, self.law)
+        return Material(self.friction, self.penetration_gain, self.band, self.law,
+                        friction_exponent=self.friction_exponent)
 
 
 @dataclass(frozen=True)
@@ -150,6 +164,8 @@ class Warm:
     node: np.ndarray | None = None  # (m,) int64, each contact's node row (every-node contacts), else None
     budget: np.ndarray | None = None  # (bodies,) J, the energy each body's contacts dissipated and
                                       # have not given back: what a penetration push-out may still spend
+    cut: np.ndarray | None = None     # (c,6) [N; N m] per coupling of Model.couplings: the force a subsystem
+                                      # solver found in a cut coupling (contact.island_solvers), else zero
 
 
 def _batched(a, tail: tuple) -> np.ndarray:

@@ -60,7 +60,7 @@ Scope: islands with a body-body contact, no couplings and at most ``step.SMALL_I
 (the velocity-space solve), every contact in it (its world contacts too) on these rows; an
 island without a body-body contact keeps the ordinary rows and today's arithmetic, bitwise.
 A coupled or large island with body-body contacts (a cable's links against each other) still
-takes the ordinary rows in ``step._contact_space``.
+takes the ordinary rows in ``island_solvers.direct``.
 """
 from __future__ import annotations
 
@@ -176,7 +176,8 @@ def solve(model, state, solver, sub: Contacts, g: np.ndarray, blk, V_prev: np.nd
     for _ in range(RESOLVE_MAX):
         A, b = isl.blocks(w_bar)
         G, Cf = isl.rows(w_bar)
-        s = solver(model.contact, sub, G, Cf, _dense(A), b.ravel(), V_prev, dt, start, row, mu=mu, beta=beta)
+        s = solver(model.contact, sub, G, Cf, _dense(A), b.ravel(), V_prev, dt, start, row, mu=mu, beta=beta,
+                   nexp=materials.exponents(model, sub))
         new = isl.point(s.V)
         if new is None:
             return s

@@ -114,6 +114,9 @@ def check_solver(model: Model) -> None:
         law = material_of(model.contact, pair).law
         if law not in LAWS:
             raise ValueError(f"pair {k}: unknown contact law {law!r} (known: {', '.join(LAWS)})")
+        if material_of(model.contact, pair).friction_exponent != 1.0 and model.contact.solver != "pgs":
+            raise ValueError(f"pair {k}: friction_exponent != 1 (seed 002 eq. (8)) needs solver 'pgs', "
+                             f"got {model.contact.solver!r}")
         if model.contact.solver not in LAWS[law].solvers:
             raise ValueError(f"pair {k}: contact law {law!r} is not solved by solver {model.contact.solver!r} "
                              f"(by: {', '.join(LAWS[law].solvers)})")
@@ -131,6 +134,19 @@ def per_contact(model: Model, contacts: Contacts) -> tuple[np.ndarray, np.ndarra
     if same or contacts.pair is None:
         return uniform(first, len(contacts))
     return mu[contacts.pair], beta[contacts.pair]
+
+
+def exponents(model: Model, contacts: Contacts) -> np.ndarray | None:
+    """N (m,) of each contact's friction law ||f_t|| <= mu f_n^N (``Material.friction_exponent``),
+    or None where every contact's is 1 (Coulomb: the kernels' arithmetic of before)."""
+    got = model.__dict__.get("_exponent_cache")
+    if got is None:
+        mats = [material_of(model.contact, p) for p in model.pairs] or [model.contact.material]
+        got = np.array([x.friction_exponent for x in mats])
+        object.__setattr__(model, "_exponent_cache", got)
+    if np.all(got == 1.0):
+        return None
+    return got[contacts.pairs()]
 
 
 def _by_pair(model: Model):
@@ -151,4 +167,4 @@ def from_table(t: dict) -> Material:
     material keys; the law's own parameters by name."""
     own = LAWS[t["law"]].params
     return Material(float(t["friction"]), float(t["penetration_gain"]), float(t["band"]), t["law"],
-                    tuple(sorted((k, float(t[k])) for k in own)))
+                    tuple(sorted((k, float(t[k])) for k in own)), float(t.get("friction_exponent", 1.0)))

@@ -74,9 +74,36 @@ def pgs(G, A_inv, V_free, V_prev, d, T, mu, beta, iterations, tol, lam0):
 
 
 @njit(cache=True)
+def pgs_law(G, A_inv, V_free, V_prev, d, T, mu, nexp, beta, iterations, tol, lam0):
+    """``pgs`` with the generalized friction law ||lambda_t|| <= mu lambda_n^N per contact,
+    nexp (m,) the exponents N (``friction_limit``)."""
+    return _pgs(G, A_inv, V_free, normal_targets(G, V_prev, d, T, beta), mu, nexp, iterations, tol, lam0)
+
+
+@njit(cache=True)
+def friction_limit(mu, N, ln):
+    """The radius of the friction disk at the normal force ln >= 0 (N): mu ln (Coulomb, N = 1,
+    the arithmetic of before) or mu ln^N -- seed 002 eq. (8), ||lambda_t|| <= kappa |lambda_n|^N.
+    The print writes it on impulses; an impulse law with N != 1 would change with the step (the
+    impulses are T f: ||f_t|| <= kappa T^(N-1) f_n^N), so it is taken as a law on FORCES, which is
+    what these kernels' lambda are (A V+ = b + G^T lambda, lambda in N): the threshold
+    ||f_t|| = kappa f_n^N is the same at every step (kappa in N^(1-N)).  On the seed's impulses
+    Lambda = T f it reads ||Lambda_t|| <= kappa T^(1-N) Lambda_n^N.  The disk stays convex (the
+    projection is the radial one), its radius concave in f_n for N < 1."""
+    if N == 1.0:
+        return mu * ln
+    return mu * ln ** N
+
+
+@njit(cache=True)
 def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
     """``pgs`` with the normal targets b (m,) given (the haptic proxy's budgeted push-out,
     ``haptics.proxy``, solves with the uncapped ones where its budget pays); mu (m,)."""
+    return _pgs(G, A_inv, V_free, b, mu, np.ones(G.shape[0]), iterations, tol, lam0)
+
+
+@njit(cache=True)
+def _pgs(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0):
     m = G.shape[0]
     lam = lam0.copy()
     # Delassus diagonal blocks and the velocity map of each contact's force
@@ -105,7 +132,7 @@ def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
             det = a * e - bb * c
             t1 = lam[i, 1] - (e * u[1] - bb * u[2]) / det
             t2 = lam[i, 2] - (-c * u[1] + a * u[2]) / det
-            lim = mu[i] * ln
+            lim = friction_limit(mu[i], nexp[i], ln)
             nt = np.sqrt(t1 * t1 + t2 * t2)
             if nt > lim:
                 s = lim / nt if nt > 0.0 else 0.0

@@ -30,6 +30,8 @@ class Solution:
     budget: np.ndarray | None = None  # (bodies,) J, the push-out budget after the step (``push_out``)
     shift: np.ndarray | None = None   # (bodies,6) [m world; rad body]: the compliant contacts' displacement
                                       # correction, added to the poses in integration (``compliant_stage``)
+    capped: bool = False           # the iteration stopped at its cap, not converged (``island_solvers``)
+    cut: np.ndarray | None = None  # (c,6) per coupling of Model.couplings: a subsystem solver's cut forces
 
 
 def _free(A, b):
@@ -86,11 +88,14 @@ def push_out(beta: np.ndarray, contacts: Contacts, G, V_prev, dt: float, warm: W
 
 def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
               warm: Warm | None, row=None, free=None, n_bodies: int | None = None, *, mu: np.ndarray,
-              beta: np.ndarray) -> Solution:
+              beta: np.ndarray, nexp: np.ndarray | None = None) -> Solution:
     """Seed 000 Algorithm 1 (``solver_sor``), warm-started; `row` = (N^C (n,), b^C) or None;
     the penetration push-out paid from the bodies' energy budgets (``push_out``).  `free` =
     (A^-1, A^-1 b) when the caller has them (A, b unused then: ``step.solve``'s contact-space
-    form passes the Delassus operator and the contacts' free velocities)."""
+    form passes the Delassus operator and the contacts' free velocities).  Coulomb only: `nexp`
+    (the generalized law's exponents, ``solver_pgs.friction_limit``) must be None."""
+    if nexp is not None:
+        raise ValueError("solver 'sor': the generalized friction law (friction_exponent != 1) needs solver 'pgs'")
     A_inv, V_free = _free(A, b) if free is None else free
     m, n = len(contacts), V_free.shape[0]
     if m == 0 and row is None:
@@ -110,15 +115,19 @@ def solve_sor(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
 
 def solve_pgs(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
               warm: Warm | None, row=None, free=None, n_bodies: int | None = None, *, mu: np.ndarray,
-              beta: np.ndarray) -> Solution:
+              beta: np.ndarray, nexp: np.ndarray | None = None) -> Solution:
     """Projected Gauss-Seidel (``solver_pgs``), the seed's baseline: cold-started, no C-space
-    row; `free` as in ``solve_sor``."""
+    row; `free` as in ``solve_sor``; `nexp` (m,) the friction law's exponents N (None: Coulomb)."""
     A_inv, V_free = _free(A, b) if free is None else free
     m, n = len(contacts), V_free.shape[0]
     if m == 0:
         return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0)
-    lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, mu, beta, params.pgs_iterations,
-                                    params.pgs_tolerance, np.zeros((m, 3)))
+    if nexp is None:
+        lam, V, sweeps = solver_pgs.pgs(G, A_inv, V_free, V_prev, contacts.d, dt, mu, beta, params.pgs_iterations,
+                                        params.pgs_tolerance, np.zeros((m, 3)))
+    else:
+        lam, V, sweeps = solver_pgs.pgs_law(G, A_inv, V_free, V_prev, contacts.d, dt, mu, nexp, beta,
+                                            params.pgs_iterations, params.pgs_tolerance, np.zeros((m, 3)))
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), sweeps)
 
 

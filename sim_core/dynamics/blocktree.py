@@ -1,7 +1,7 @@
 """The island's matrix factorized on its blocks when its couplings form a tree (a chain, a
 branching cable): block elimination from the leaves to the root, no fill, linear in the
 number of bodies.  A coupling graph with a cycle (an FEM mesh, a closed loop) is factorized by
-a sparse LU instead (``step._contact_space``).
+a sparse LU instead (``contact.island_solvers.direct``).
 
 The island's A (6k x 6k) has the bodies' blocks D_i on its diagonal and, per coupling e
 between a[e] and b[e], A_ab[e] at (a, b) and A_ba[e] at (b, a) (``dynamics.couplings``: the

@@ -129,9 +129,6 @@ def check(cfg: dict, src: str) -> None:
     if w.pitch < 2.0 * w.cable_radius:
         raise config_mod.ConfigError(f"{src}: winding.pitch: {w.pitch:g} m is less than the cable's diameter "
                                      f"{2 * w.cable_radius:g} m (the turns would overlap)")
-    if cfg["contact"]["subsystems"] > c["links"]:
-        raise config_mod.ConfigError(f"{src}: contact.subsystems: must be <= cable.links ({c['links']}), "
-                                     f"got {cfg['contact']['subsystems']}")
 
 
 def start_poses(w: Winding, n: int, phi: float) -> tuple[np.ndarray, np.ndarray]:

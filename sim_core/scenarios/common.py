@@ -27,7 +27,11 @@ def contact_params(c: dict) -> ContactParams:
                          pgs_tolerance=c["pgs_tolerance"], solver=c["solver"],
                          sor_relaxation=c["sor_relaxation"], sor_iterations=c["sor_iterations"],
                          sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
-                         fallback_depth=c["fallback_depth"], speculative=c["speculative"], law=c["law"])
+                         fallback_depth=c["fallback_depth"], speculative=c["speculative"], law=c["law"],
+                         island_solver=c["island_solver"], subsystems=c["subsystems"],
+                         island_iterations=c["island_iterations"], island_tolerance=c["island_tolerance"],
+                         regulation_xi=c["regulation_xi"], regulation_alpha=c["regulation_alpha"],
+                         friction_exponent=c["friction_exponent"])
 
 
 def drive_gains(cfg: dict) -> tuple[np.ndarray, np.ndarray]:

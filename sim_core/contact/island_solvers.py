@@ -1,0 +1,594 @@
+"""A coupled island's solve (``step.solve``): the table ``ISLAND_SOLVERS`` of the ways to solve
+one island -- bodies joined by couplings (a chain, a cable) with its contacts -- selected by
+``[contact] island_solver``.  Each takes the island (its bodies ``g``, their blocks ``blk.A[g]``
+with every coupling's diagonal terms in, the couplings' off-diagonal blocks ``A_ab`` between
+local bodies ``a``, ``b``, their indices ``kc`` in ``Model.couplings``, the turns ``theta`` the
+step took them at), its contacts ``sub`` (bodies renumbered from 0) and the configured contact
+solver kernel, and returns (Solution, V+ (6k,), G^T lambda (6k,)).
+
+* ``direct`` -- seed 002's Solver 1 (eqs. (6)-(7)) built the best way: A factorized on its
+  blocks (``dynamics.blocktree``, linear in the bodies), the Delassus operator of all the
+  contacts from their sparse rows, the configured kernel (sor / pgs).  The default.
+* ``direct_dense`` -- Solver 1 as the seed describes it: the dense A (6k x 6k) inverted, the
+  dense Delassus operator J A^-1 J^T, the configured kernel -- for the seed's comparison only.
+* ``subsystems`` -- Solver 2, seed 002 Algorithm 1 (``subsystems``, derivation there and in
+  docs/cable.md "The solvers").
+* ``subsystems_regulated`` -- Solver 3: Solver 2 with the post-regulation of eq. (16).
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+from numba import njit, prange
+
+from sim_core.contact import frames, materials, solver_pgs, solver_sor
+from sim_core.contact.solvers import Solution
+from sim_core.dynamics import blocktree, couplings
+from sim_core.types import Contacts
+
+
+def factorized(A_blocks, a, b, A_ab):
+    """inv(rhs (k,6,r)) -> A^-1 rhs (in place where it can) for the block system of A_blocks
+    (k,6,6) and couplings (a, b, A_ab) between local bodies: on its blocks where the couplings
+    form a tree (``blocktree``), else by a sparse LU (SuperLU)."""
+    k = A_blocks.shape[0]
+    A_ba = np.ascontiguousarray(A_ab.transpose(0, 2, 1))    # A is symmetric in its couplings
+    ok, order, parent, edge = blocktree.tree(k, a, b)
+    if ok:
+        fac = blocktree.factor(A_blocks, order, parent, edge, a, A_ab, A_ba)
+
+        def inv(rhs):                              # rhs (k,6,r) -> A^-1 rhs, in place
+            blocktree.solve(*fac, order, parent, edge, a, A_ab, A_ba, rhs)
+            return rhs
+        return inv
+    from scipy.sparse.linalg import splu
+    lu = splu(blocktree.matrix(A_blocks, a, b, A_ab, A_ba))
+
+    def inv(rhs):
+        return np.ascontiguousarray(lu.solve(rhs.reshape(6 * k, -1))).reshape(rhs.shape)
+    return inv
+
+
+def direct(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm, kc=None, theta=None):
+    """A coupled (or large) island: A factorized once -- on its blocks where the couplings form
+    a tree (``dynamics.blocktree``: a chain, a branching cable; no fill, linear in the bodies),
+    else by a sparse LU (SuperLU, COLAMD order: an FEM mesh or a closed loop) -- V_free = A^-1 b,
+    and with the contacts' sparse rows G (a contact touches at most two bodies)
+    X = A^-1 G^T (one multi-right-hand-side solve), the Delassus operator W = G X (3m x 3m,
+    from the sparse rows: O(m^2), not O(k m^2)).  The solver kernels then run unchanged on the
+    contact-space problem: G' the identity rows, A^-1' = W, V_free' = G V_free,
+    V_prev' = G V_prev; and V+ = V_free + X lambda.  Couplings are linear in V+ (PMI potential
+    action), so they are solved with the contacts exactly, through the factorization.
+    Seed 002's Solver 1 built the best way we can (``kc``, ``theta`` unused)."""
+    k, m = g.size, len(sub)
+    inv = factorized(blk.A[g], a, b, A_ab)
+    V_free = inv(blk.b[g].reshape(k, 6, 1).copy()).reshape(6 * k)
+    if m == 0:
+        keep = None if warm is None else warm.budget
+        return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(6 * k), 0, budget=keep), \
+            V_free, np.zeros(6 * k)
+    Gb, Go, Cf = frames.contact_rows(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
+    Gt = blocktree.scatter(Gb, Go, sub.body, sub.other, k)       # G^T (k,6,3m)
+    X = inv(Gt.copy())
+    W = blocktree.gather(Gb, Go, sub.body, sub.other, X)
+    eye = np.zeros((m, 3, 3 * m))
+    eye[np.arange(m)[:, None], np.arange(3)[None, :], 3 * np.arange(m)[:, None] + np.arange(3)[None, :]] = 1.0
+    mu, beta = materials.per_contact(model, sub)
+    Gt, X = Gt.reshape(6 * k, 3 * m), X.reshape(6 * k, 3 * m)
+    s = solver(model.contact, sub, eye, Cf, None, None, Gt.T @ V_prev, dt, warm, None,
+               free=(W, Gt.T @ V_free), n_bodies=k, mu=mu, beta=beta, nexp=materials.exponents(model, sub))
+    lam = s.lam.ravel()
+    return s, V_free + X @ lam, Gt @ lam
+
+
+
+def direct_dense(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm, kc=None, theta=None):
+    """Seed 002's Solver 1 as printed: the island's dense A (6k x 6k, its blocks and the
+    couplings' off-diagonal blocks), the dense Jacobian J (m,3,6k), and the configured kernel
+    on them -- which inverts A densely and forms J A^-1 J^T (``solvers._free``, O(k^3)).  The
+    same problem as ``direct``; only the linear algebra differs (round-off)."""
+    A_ba = np.ascontiguousarray(A_ab.transpose(0, 2, 1))
+    A = blocktree.matrix(blk.A[g], a, b, A_ab, A_ba).toarray()
+    G, Cf = frames.world_jacobians(sub.x_w, sub.n_w, sub.body, sub.other, state.p_w[g], state.R_wb[g])
+    mu, beta = materials.per_contact(model, sub)
+    s = solver(model.contact, sub, G, Cf, A, blk.b[g].ravel(), V_prev, dt, warm, None, mu=mu, beta=beta,
+               nexp=materials.exponents(model, sub))
+    return s, s.V, s.generalized
+
+
+# ---- Solvers 2 and 3: subsystems in parallel (seed 002 Sec. IV, Algorithm 1) ---------------------
+
+def subset(cp, rows):
+    """The couplings `rows` of `cp` as a ``Couplings`` of their own: every per-coupling field
+    sliced (so a field a model adds is carried too)."""
+    c = len(cp)
+    kw = {}
+    for f in fields(cp):
+        v = getattr(cp, f.name)
+        kw[f.name] = v[rows] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == c else v
+    return type(cp)(**kw)
+
+
+def partition(k: int, n_s: int, body, other) -> np.ndarray:
+    """(k,) the subsystem of each local body: n_s runs of consecutive bodies (as even as
+    np.array_split makes them), runs joined by a contact between two of their bodies merged
+    into one (seed 002 Sec. IV-D.2, the adaptive binding: a self-contact across subsystems
+    would couple them outside the cut couplings), numbered from 0."""
+    n_s = max(1, min(int(n_s), k))
+    run = np.repeat(np.arange(n_s), [len(x) for x in np.array_split(np.arange(k), n_s)])
+    keep = np.ones(max(n_s - 1, 0), bool)          # keep[j]: runs j and j+1 stay apart
+    both = other >= 0
+    for lo, hi in zip(np.minimum(run[body[both]], run[other[both]]), np.maximum(run[body[both]], run[other[both]])):
+        keep[lo:hi] = False
+    return np.concatenate([[0], np.cumsum(keep)])[run]
+
+
+@njit(cache=True)
+def _sweep(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, bn, mu, nexp, lam, F):
+    """One projected Gauss-Seidel sweep over subsystem s's contacts (eq. (15)) with the cut
+    forces F held: u = u_free + W lambda - E F_ends, each contact's normal row, then its
+    tangential 2x2 block projected onto the disk of ``solver_pgs.friction_limit``."""
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    if ms == 0:
+        return
+    n3 = 3 * ms
+    e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+    Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+    Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
+    u = ufree[3 * c0:3 * c0 + n3].copy()
+    for r in range(n3):
+        acc = 0.0
+        for q in range(ms):
+            for j in range(3):
+                acc += Ws[r, 3 * q + j] * lam[c0 + q, j]
+        for e in range(ne):
+            for j in range(6):
+                acc -= Es[r, 6 * e + j] * F[end_cut[e0 + e], j]
+        u[r] += acc
+    old = np.empty(3)
+    for i in range(ms):
+        ci = c0 + i
+        for j in range(3):
+            old[j] = lam[ci, j]
+        r0 = 3 * i
+        ln = max(0.0, lam[ci, 0] - (u[r0] - bn[ci]) / Ws[r0, r0])
+        dn = ln - lam[ci, 0]
+        u1 = u[r0 + 1] + Ws[r0 + 1, r0] * dn
+        u2 = u[r0 + 2] + Ws[r0 + 2, r0] * dn
+        a, bb, c, e = Ws[r0 + 1, r0 + 1], Ws[r0 + 1, r0 + 2], Ws[r0 + 2, r0 + 1], Ws[r0 + 2, r0 + 2]
+        det = a * e - bb * c
+        t1 = lam[ci, 1] - (e * u1 - bb * u2) / det
+        t2 = lam[ci, 2] - (-c * u1 + a * u2) / det
+        lim = solver_pgs.friction_limit(mu[ci], nexp[ci], ln)
+        nt = np.sqrt(t1 * t1 + t2 * t2)
+        if nt > lim:
+            sc = lim / nt if nt > 0.0 else 0.0
+            t1 *= sc
+            t2 *= sc
+        lam[ci, 0], lam[ci, 1], lam[ci, 2] = ln, t1, t2
+        for j in range(3):
+            d = lam[ci, j] - old[j]
+            if d != 0.0:
+                for r in range(n3):
+                    u[r] += Ws[r, r0 + j] * d
+
+
+@njit(cache=True)
+def _ends(s, c_off, end_off, e_off, R, lam, y):
+    """y[e] = R_s lambda_s for subsystem s's cut ends e: its contacts' pull on each cut (C lambda)."""
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+    n3 = 3 * ms
+    Rs = R[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((6 * ne, n3))
+    for e in range(ne):
+        for r in range(6):
+            acc = 0.0
+            for q in range(ms):
+                for j in range(3):
+                    acc += Rs[6 * e + r, 3 * q + j] * lam[c0 + q, j]
+            y[e0 + e, r] = acc
+
+
+@njit(cache=True, parallel=True)
+def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
+            iterations, tol, regulated, xi, alpha):
+    """Algorithm 1's contact loop (lines 11-22): per iteration l, one PGS sweep per subsystem
+    in parallel (``_sweep``, eq. (15)), the post-regulation (eq. (16), `regulated`), one block
+    Gauss-Seidel sweep on the cut forces (eq. (13)); until no cut force and no contact force
+    changes by more than `tol` (N) or `iterations` passes.  Returns (lambda (m,3), F (nc,6),
+    passes, capped)."""
+    ns = c_off.shape[0] - 1
+    nc = S_inv.shape[0]
+    n_end = end_cut.shape[0]
+    lam = lam0.copy()
+    F = F0.copy()
+    lam_old = lam.copy()
+    y = np.zeros((n_end, 6))
+    y_old = np.zeros((n_end, 6))
+    for s in range(ns):
+        _ends(s, c_off, end_off, e_off, R, lam, y_old)
+    rhs = np.empty((nc, 6))
+    passes = 0
+    for it in range(iterations):
+        passes = it + 1
+        lam_old[:, :] = lam
+        for s in prange(ns):                       # Algorithm 1 lines 14-16: in parallel
+            _sweep(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, bn, mu, nexp, lam, F)
+            _ends(s, c_off, end_off, e_off, R, lam, y)
+        if regulated:                              # eq. (16), in force units: undo the sweep if
+            dC = np.zeros((nc, 6))                 # max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| >= xi alpha^l
+            for e in range(n_end):
+                for r in range(6):
+                    dC[end_cut[e], r] += y[e, r] - y_old[e, r]
+            big = 0.0
+            for k in range(nc):
+                for p in range(6):
+                    v = 0.0
+                    for q in range(6):
+                        v += S_inv[k, p, q] * dC[k, q]
+                    big = max(big, abs(v))
+            if big >= xi * alpha ** passes:
+                lam[:, :] = lam_old
+                y[:, :] = y_old
+        for k in range(nc):
+            for r in range(6):
+                rhs[k, r] = U[k, r]
+        for e in range(n_end):
+            for r in range(6):
+                rhs[end_cut[e], r] += y[e, r]
+        dF = 0.0
+        for k in range(nc):                        # eq. (13): block Gauss-Seidel, S_kk F_k = r_k - sum S_kj F_j
+            r = rhs[k].copy()
+            for j in range(nc):
+                if j != k:
+                    for p in range(6):
+                        for q in range(6):
+                            r[p] -= S[6 * k + p, 6 * j + q] * F[j, q]
+            for p in range(6):
+                v = 0.0
+                for q in range(6):
+                    v += S_inv[k, p, q] * r[q]
+                dF = max(dF, abs(v - F[k, p]))
+                F[k, p] = v
+        dl = 0.0
+        for i in range(lam.shape[0]):
+            for j in range(3):
+                dl = max(dl, abs(lam[i, j] - lam_old[i, j]))
+        y_old[:, :] = y
+        if dF < tol and dl < tol:
+            return lam, F, passes, False
+    return lam, F, passes, True
+
+
+def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm, kc, theta,
+               regulated: bool = False):
+    """Solver 2 (seed 002 Algorithm 1; with `regulated`, Solver 3).  The island's bodies are cut
+    into n_s runs of consecutive bodies (``partition``); a coupling between two runs is *cut*.
+
+    A cut coupling k (body a in one subsystem, b in another) as the step has it: the diagonal
+    terms A_aa, A_bb, the off-diagonal A_ab and the right-hand sides r_a, r_b
+    (``couplings.apply`` on the one coupling, into zero blocks, at the step's turns).  Any such
+    midpoint spring-damper is the coupling  F = F0 + H (G_a V_a - G_b V_b)  with b getting
+    G_b^T F and a getting -G_a^T F (``couplings`` module docstring); the same terms come from
+    G_a = I, H = A_aa, G_b = -A_aa^-1 A_ab, F0 = -r_a (A_aa = G_a^T H G_a, A_ab = -G_a^T H G_b,
+    A_bb = G_b^T H G_b = A_ab^T A_aa^-1 A_ab, r_b = G_b^T F0 all check), which needs H = A_aa
+    positive definite: stiffness or damping in all six rows (a ball joint cannot be cut).
+    With P_k V = G_a V_a - G_b V_b (P_k: I at a, -G_b at b), the subsystems' matrix A0 (the
+    island's blocks WITHOUT the cut couplings' terms, block diagonal over the subsystems) and
+    right-hand side B0:
+        A0 V = B0 + J^T lambda - sum_k P_k^T F_k,     H_k^-1 (F_k - F0_k) = P_k V,
+    so, eliminating V (eqs. (10)-(12) in our form):
+        S F = U + C lambda,   S = diag(H_k^-1) + P A0^-1 P^T,   U = H^-1 F0 + P A0^-1 B0,
+        C = P A0^-1 J^T,
+    S block tridiagonal on a chain (S_k,k+1 = -G_b,k (A0^-1)_{b_k a_k+1} I^T through the shared
+    subsystem).  The print's S_ii = 2/T K^-1 + ...: its unknown is the midpoint velocity and
+    its H = K T/2 (no damping); ours is V+, where H = (K T/2 + D)/2 (``couplings``), so the
+    first term is H^-1 = 4/(K T) undamped -- the same physics.  Its S_i^j has the wrong
+    subsystem index and sign: the shared subsystem's A^-1 enters, with -G_b.  And per
+    subsystem i, the contacts (eq. (15)):  u_i = J_i A_i^-1 B_i + W_i lambda_i - J_i A_i^-1 P_i^T F.
+
+    Per step (Algorithm 1): each subsystem factorized on its blocks (``factorized``) with its
+    Delassus operator W_i, E_i = J_i A_i^-1 P_i^T, R_i = P_i A_i^-1 J_i^T, and its share of S
+    and U; then ``iterate``.  Warm start: the cut forces of the previous step
+    (``types.Warm.cut``) and the contact forces (``solver_sor.warm_start``).  Without contacts
+    F = S^-1 U directly (the seed's remark after eq. (12)).  Stops where no cut force and no
+    contact force changes by more than ``island_tolerance``: the print stops on lambda_cp only,
+    which with one subsystem (no cut) would stop after one sweep.  The contacts' normal targets
+    are ``solver_pgs.normal_targets`` (PGS's capped ones; no push-out budget), so the
+    converged solution is the one ``direct`` finds with solver "pgs"."""
+    p = model.contact
+    name = "subsystems_regulated" if regulated else "subsystems"
+    if theta is None:
+        raise ValueError(f"island solver {name!r}: needs the step's turns (step.solve(..., theta))")
+    k, m = g.size, len(sub)
+    body, other = sub.bodies(), sub.others()
+    label = partition(k, p.subsystems, body, other)
+    ns = int(label.max()) + 1
+    cut = np.flatnonzero(label[a] != label[b])
+    nc = cut.size
+    cp = model.couplings
+    gk = kc[cut]
+    # the cut couplings' terms, each into zero blocks of its own (bodies 2j, 2j+1)
+    A_loc, b_loc = blk.A[g].copy(), blk.b[g].copy()
+    H_inv, Gb_eq, F0 = np.zeros((nc, 6, 6)), np.zeros((nc, 6, 6)), np.zeros((nc, 6))
+    if nc:
+        glob = np.empty(2 * nc, np.int64)
+        glob[0::2], glob[1::2] = cp.a[gk], cp.b[gk]
+        one = subset(cp, gk)
+        one = type(one)(**{**{f.name: getattr(one, f.name) for f in fields(one)},
+                           "a": np.arange(0, 2 * nc, 2, dtype=np.int64), "b": np.arange(1, 2 * nc, 2, dtype=np.int64)})
+        Az, rz = np.zeros((2 * nc, 6, 6)), np.zeros((2 * nc, 6))
+        Aab_c, _ = couplings.apply(one, state.p_w[glob], state.R_wb[glob], state.V[glob], dt, Az, rz, theta[glob])
+        scale = max(1.0, float(np.abs(A_ab[cut]).max()))
+        if np.abs(Aab_c - A_ab[cut]).max() > 1e-9 * scale:
+            raise ValueError(f"island solver {name!r}: a cut coupling's terms differ from the step's "
+                             "(theta is not the step's turns)")
+        H = 0.5 * (Az[0::2] + Az[0::2].transpose(0, 2, 1))
+        lo = np.linalg.eigvalsh(H)                 # (nc,6) ascending: H must be positive definite
+        bad = np.flatnonzero(lo[:, 0] <= 1e-12 * np.maximum(lo[:, -1], 1e-300))
+        if bad.size:
+            raise ValueError(f"island solver {name!r}: cut coupling {int(gk[bad[0]])} has no stiffness or damping "
+                             "in some row (H = A_aa not positive definite): a ball joint cannot be cut; "
+                             "use island_solver 'direct' or stiffen the coupling")
+        H_inv = np.linalg.inv(H)
+        Gb_eq = -H_inv @ A_ab[cut]
+        F0 = -rz[0::2]
+        np.subtract.at(A_loc, a[cut], Az[0::2])
+        np.subtract.at(A_loc, b[cut], Az[1::2])
+        np.subtract.at(b_loc, a[cut], rz[0::2])
+        np.subtract.at(b_loc, b[cut], rz[1::2])
+    inner = np.ones(len(kc), bool)
+    inner[cut] = False
+    if m:
+        Gb, Go, Cf = frames.contact_rows(sub.x_w, sub.n_w, body, other, state.p_w[g], state.R_wb[g])
+    else:
+        Gb, Go, Cf = np.zeros((0, 3, 6)), np.zeros((0, 3, 6)), np.zeros((0, 3, 3))
+    by = np.argsort(label[body], kind="stable")     # the contacts, subsystem by subsystem
+    c_off = np.searchsorted(label[body][by], np.arange(ns + 1)).astype(np.int64)
+    # each cut coupling's two ends, subsystem by subsystem: its body and its block of P^T there
+    # (I at a, -G_b^T at b)
+    end_sub = np.concatenate([label[a[cut]], label[b[cut]]])
+    order = np.argsort(end_sub, kind="stable")
+    end_cut = np.concatenate([np.arange(nc), np.arange(nc)])[order].astype(np.int64)
+    end_body = np.concatenate([a[cut], b[cut]])[order].astype(np.int64)
+    end_M = np.concatenate([np.tile(np.eye(6), (nc, 1, 1)), -Gb_eq.transpose(0, 2, 1)])[order]
+    end_off = np.searchsorted(end_sub[order], np.arange(ns + 1)).astype(np.int64)
+    S, U = np.zeros((6 * nc, 6 * nc)), (H_inv @ F0[:, :, None])[:, :, 0] if nc else np.zeros((0, 6))
+    if blocktree.tree(k, a, b)[0]:                 # a chain, a tree: Algorithm 1 lines 2-10 in parallel
+        prep = _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                                 end_cut, end_body, end_M, end_off)
+    else:                                          # a loop in the couplings: each subsystem by a sparse LU
+        prep = _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                               end_cut, end_body, end_M, end_off)
+    W_all, E_all, R_all, ufree, Q, q, q_off, recover = prep
+    for s in range(ns):                            # S and U: each subsystem's share P_s A_s^-1 P_s^T, P_s A_s^-1 B_s
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        Qs = Q[q_off[s]:q_off[s] + 36 * ne * ne].reshape(6 * ne, 6 * ne)
+        for e in range(ne):
+            j = end_cut[e0 + e]
+            U[j] += q[e0 + e]
+            for f in range(ne):
+                i = end_cut[e0 + f]
+                S[6 * j:6 * j + 6, 6 * i:6 * i + 6] += Qs[6 * e:6 * e + 6, 6 * f:6 * f + 6]
+    for j in range(nc):
+        S[6 * j:6 * j + 6, 6 * j:6 * j + 6] += H_inv[j]
+    lam = np.zeros((m, 3))
+    passes, capped = 0, False
+    F = np.zeros((nc, 6))
+    if state.warm is not None and state.warm.cut is not None and len(state.warm.cut) == len(cp):
+        F = state.warm.cut[gk].copy()
+    if m == 0:
+        F = np.linalg.solve(S, U.ravel()).reshape(nc, 6) if nc else F
+    else:
+        mu, beta = materials.per_contact(model, sub)
+        nexp = materials.exponents(model, sub)
+        nexp = np.ones(m) if nexp is None else nexp
+        u_prev = blocktree.gather(Gb, Go, body, other, V_prev.reshape(k, 6, 1))[0::3, 0]
+        d = sub.d
+        bn = np.where(d >= 0.0, np.minimum(0.0, -2.0 * d / dt - u_prev),       # solver_pgs.normal_targets
+                      np.minimum(-beta * d / dt, -u_prev))
+        lam0 = solver_sor.warm_start(sub, Cf, warm)[0]
+        sizes = 3 * np.diff(c_off)
+        w_off = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
+        n_e = np.diff(end_off)
+        e_off = np.concatenate([[0], np.cumsum(sizes * 6 * n_e)]).astype(np.int64)
+        S_inv = np.linalg.inv(np.array([S[6 * j:6 * j + 6, 6 * j:6 * j + 6] for j in range(nc)]).reshape(nc, 6, 6))
+        lam_s, F, passes, capped = iterate(
+            c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
+            bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
+            p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha)
+        lam[by] = lam_s
+    V = recover(lam[by], F)
+    gen = np.zeros(6 * k)
+    if m:
+        gen = np.einsum("ijr,r->ij", blocktree.scatter(Gb, Go, body, other, k), lam.ravel()).ravel()
+    forces = np.einsum("mij,mj->mi", Cf, lam)
+    sol = Solution(V.ravel(), lam, forces, gen, int(passes), capped=bool(capped), cut=F_by_coupling(len(kc), cut, F))
+    return sol, V.ravel(), gen
+
+
+def _offsets(sizes) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def _layout(label, ns, a, b, inner, body, other, by, c_off, end_off):
+    """The subsystems' index arrays for the kernels: body runs b_off, each subsystem's inner
+    couplings (ia, ib local to it, rows `rows` of A_ab) with offsets i_off, the contacts' bodies
+    local to their subsystem, and the flat outputs' offsets."""
+    b_off = np.searchsorted(label, np.arange(ns + 1)).astype(np.int64)   # runs: label is sorted
+    idx = np.flatnonzero(inner)
+    idx = idx[np.argsort(label[a[idx]], kind="stable")]
+    i_off = np.searchsorted(label[a[idx]], np.arange(ns + 1)).astype(np.int64)
+    first = b_off[label]
+    ia, ib = (a[idx] - first[a[idx]]).astype(np.int64), (b[idx] - first[b[idx]]).astype(np.int64)
+    cb = (body[by] - first[body[by]]).astype(np.int64)
+    ob = other[by]
+    co = np.where(ob >= 0, ob - first[np.maximum(ob, 0)], -1).astype(np.int64)
+    ms, ne, ks = np.diff(c_off), np.diff(end_off), np.diff(b_off)
+    r = 1 + 3 * ms + 6 * ne
+    return (b_off, idx, i_off, ia, ib, cb, co, _offsets(9 * ms * ms), _offsets(18 * ms * ne), _offsets(36 * ne * ne),
+            _offsets(6 * ks * r))
+
+
+@njit(cache=True)
+def _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body, end_M,
+                 w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X):
+    """Subsystem s's factorization (``blocktree``) and X = A_s^-1 [B_s | J_s^T | P_s^T], then its
+    W_s = J_s X_ct, E_s = J_s X_cp, R_s = P_s X_ct, u_free = J_s X_B, its share of S (Q_s = P_s X_cp)
+    and of U (q = P_s X_B), into the flat outputs at its offsets."""
+    k0, ks = b_off[s], b_off[s + 1] - b_off[s]
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+    i0, i1 = i_off[s], i_off[s + 1]
+    a_s, b_s = ia[i0:i1].copy(), ib[i0:i1].copy()
+    Aab_s, Aba_s = Aab[i0:i1].copy(), Aba[i0:i1].copy()
+    _, order, parent, edge = blocktree.tree(ks, a_s, b_s)
+    LU, piv, Y = blocktree.factor(A_loc[k0:k0 + ks].copy(), order, parent, edge, a_s, Aab_s, Aba_s)
+    r = 1 + 3 * ms + 6 * ne
+    rhs = np.zeros((ks, 6, r))
+    for i in range(ks):
+        for j in range(6):
+            rhs[i, j, 0] = b_loc[k0 + i, j]
+    Gb_s, Go_s, cb_s, co_s = Gb[c0:c0 + ms].copy(), Go[c0:c0 + ms].copy(), cb[c0:c0 + ms].copy(), co[c0:c0 + ms].copy()
+    if ms:
+        rhs[:, :, 1:1 + 3 * ms] = blocktree.scatter(Gb_s, Go_s, cb_s, co_s, ks)
+    for e in range(ne):
+        rhs[end_body[e0 + e], :, 1 + 3 * ms + 6 * e:1 + 3 * ms + 6 * e + 6] = end_M[e0 + e]
+    blocktree.solve(LU, piv, Y, order, parent, edge, a_s, Aab_s, Aba_s, rhs)
+    X[x_off[s]:x_off[s + 1]] = rhs.ravel()
+    Pt = np.zeros((6 * ne, r))                     # P_s X: the end's block of P is end_M^T
+    for e in range(ne):
+        Pt[6 * e:6 * e + 6] = end_M[e0 + e].T @ rhs[end_body[e0 + e]]
+    if ms:
+        JX = blocktree.gather(Gb_s, Go_s, cb_s, co_s, rhs)
+        ufree[3 * c0:3 * c0 + 3 * ms] = JX[:, 0]
+        W[w_off[s]:w_off[s + 1]] = JX[:, 1:1 + 3 * ms].copy().ravel()
+        E[e_off[s]:e_off[s + 1]] = JX[:, 1 + 3 * ms:].copy().ravel()
+        R[e_off[s]:e_off[s + 1]] = Pt[:, 1:1 + 3 * ms].copy().ravel()
+    Q[q_off[s]:q_off[s + 1]] = Pt[:, 1 + 3 * ms:].copy().ravel()
+    for e in range(ne):
+        for j in range(6):
+            q[e0 + e, j] = Pt[6 * e + j, 0]
+
+
+@njit(cache=True, parallel=True)
+def _prepare_all(ns, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body, end_M,
+                 w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X):
+    for s in prange(ns):                           # Algorithm 1 lines 2-10: in parallel
+        _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body,
+                     end_M, w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+
+
+@njit(cache=True, parallel=True)
+def _recover(ns, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
+    """Algorithm 1 line 23, in parallel: V_s = X_B + X_ct lambda_s - X_cp F_ends per subsystem."""
+    for s in prange(ns):
+        k0, ks = b_off[s], b_off[s + 1] - b_off[s]
+        c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        r = 1 + 3 * ms + 6 * ne
+        Xs = X[x_off[s]:x_off[s + 1]].reshape((ks, 6, r))
+        for i in range(ks):
+            for j in range(6):
+                v = Xs[i, j, 0]
+                for c in range(ms):
+                    for t in range(3):
+                        v += Xs[i, j, 1 + 3 * c + t] * lam[c0 + c, t]
+                for e in range(ne):
+                    for t in range(6):
+                        v -= Xs[i, j, 1 + 3 * ms + 6 * e + t] * F[end_cut[e0 + e], t]
+                V[k0 + i, j] = v
+
+
+def _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                      end_cut, end_body, end_M, end_off):
+    """Every subsystem's setup in one parallel kernel (``_prepare_all``); returns (W, E, R,
+    u_free, Q, q, q_off, recover(lambda sorted, F) -> V (k,6))."""
+    b_off, idx, i_off, ia, ib, cb, co, w_off, e_off, q_off, x_off = _layout(label, ns, a, b, inner, body, other, by,
+                                                                         c_off, end_off)
+    Aab = np.ascontiguousarray(A_ab[idx])
+    Aba = np.ascontiguousarray(Aab.transpose(0, 2, 1))
+    eb = (end_body - b_off[label[end_body]]).astype(np.int64) if end_body.size else end_body
+    m = by.size
+    W, E, R = np.zeros(w_off[-1]), np.zeros(e_off[-1]), np.zeros(e_off[-1])
+    ufree, Q, q, X = np.zeros(3 * m), np.zeros(q_off[-1]), np.zeros((end_cut.size, 6)), np.zeros(x_off[-1])
+    _prepare_all(ns, b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), i_off, ia, ib, Aab, Aba, c_off,
+                 np.ascontiguousarray(Gb[by]), np.ascontiguousarray(Go[by]), cb, co, end_off, eb,
+                 np.ascontiguousarray(end_M), w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+
+    def recover(lam_sorted, F):
+        V = np.empty((A_loc.shape[0], 6))
+        _recover(ns, b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
+        return V
+    return W, E, R, ufree, Q, q, q_off, recover
+
+
+def _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
+                    end_cut, end_body, end_M, end_off):
+    """``_prepare_parallel`` one subsystem at a time, each factorized by ``factorized`` (a sparse LU
+    where its couplings close a loop)."""
+    k, m = A_loc.shape[0], by.size
+    pos = np.empty(k, np.int64)
+    W_parts, E_parts, R_parts, Q_parts, ufree = [], [], [], [], np.zeros(3 * m)
+    q = np.zeros((end_cut.size, 6))
+    keep = []
+    for s in range(ns):
+        bs = np.flatnonzero(label == s)
+        pos[bs] = np.arange(bs.size)
+        own = inner & (label[a] == s)
+        inv = factorized(np.ascontiguousarray(A_loc[bs]), pos[a[own]], pos[b[own]], np.ascontiguousarray(A_ab[own]))
+        rows = by[c_off[s]:c_off[s + 1]]
+        ms = rows.size
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        rhs = np.zeros((bs.size, 6, 1 + 3 * ms + 6 * ne))
+        rhs[:, :, 0] = b_loc[bs]
+        ob = np.where(other[rows] >= 0, pos[np.maximum(other[rows], 0)], -1)
+        if ms:
+            rhs[:, :, 1:1 + 3 * ms] = blocktree.scatter(Gb[rows], Go[rows], pos[body[rows]], ob, bs.size)
+        for e in range(ne):
+            rhs[pos[end_body[e0 + e]], :, 1 + 3 * ms + 6 * e:1 + 3 * ms + 6 * e + 6] = end_M[e0 + e]
+        X = inv(rhs)
+        Pt = np.zeros((6 * ne, X.shape[2]))
+        for e in range(ne):
+            Pt[6 * e:6 * e + 6] = end_M[e0 + e].T @ X[pos[end_body[e0 + e]]]
+        if ms:
+            JX = blocktree.gather(Gb[rows], Go[rows], pos[body[rows]], ob, X)
+            ufree[3 * c_off[s]:3 * c_off[s + 1]] = JX[:, 0]
+            W_parts.append(JX[:, 1:1 + 3 * ms].ravel())
+            E_parts.append(JX[:, 1 + 3 * ms:].ravel())
+            R_parts.append(Pt[:, 1:1 + 3 * ms].ravel())
+        Q_parts.append(Pt[:, 1 + 3 * ms:].ravel())
+        q[e0:e0 + ne] = Pt[:, 0].reshape(ne, 6)
+        keep.append((bs, ms, e0, ne, X))
+
+    def recover(lam_sorted, F):
+        V = np.empty((k, 6))
+        for s, (bs, ms, e0, ne, X) in enumerate(keep):
+            c0 = c_off[s]
+            coef = np.concatenate([[1.0], lam_sorted[c0:c0 + ms].ravel(), -F[end_cut[e0:e0 + ne]].ravel()])
+            V[bs] = np.einsum("ijr,r->ij", X, coef)
+        return V
+    return _cat(W_parts), _cat(E_parts), _cat(R_parts), ufree, _cat(Q_parts), q, \
+        _offsets([p.size for p in Q_parts]), recover
+
+
+def _cat(parts: list) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def F_by_coupling(n: int, cut: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """(n,6): the cut couplings' forces at their rows among the island's n couplings, zero elsewhere."""
+    out = np.zeros((n, 6))
+    out[cut] = F
+    return out
+
+
+def subsystems_regulated(model, state, solver, sub, g, blk, a, b, A_ab, V_prev, dt, warm, kc, theta):
+    """Solver 3: ``subsystems`` with the post-regulation of seed 002 eq. (16)."""
+    return subsystems(model, state, solver, sub, g, blk, a, b, A_ab, V_prev, dt, warm, kc, theta, regulated=True)
+
+
+ISLAND_SOLVERS = {"direct": direct, "direct_dense": direct_dense, "subsystems": subsystems,
+                  "subsystems_regulated": subsystems_regulated}
+NEEDS_TURNS = ("subsystems", "subsystems_regulated")    # the solvers that take cut couplings' terms out
