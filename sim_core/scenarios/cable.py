@@ -159,22 +159,42 @@ STATIC_MAX_ITER = 30
 
 def equilibrium(model: Model, state: State, force_w, torque_w) -> tuple[State, int]:
     """The clamped cable's static equilibrium under a force (N, world) at the tip (link n-1's
-    +x end) and a torque (N m, world) on the last link: Newton's method on the poses, the
-    couplings' own generalized forces (``couplings.apply`` at rest, theta = 0) as the residual
-    and their G^T K G (T = 4 makes H = K T / 4 = K) as the (Gauss-Newton) stiffness; a pass
-    moves each link by T v and turns it by exp(S(w)) (body axes).  Returns (state, passes)."""
+    +x end) and a torque (N m, world) on the last link (``statics``).  Returns (state, passes)."""
+    n = model.n_bodies
+    L = float(np.abs(model.couplings.r_b[0, 0])) * 2.0
+    r_tip = np.array([L / 2, 0.0, 0.0])
+    force_w, torque_w = np.asarray(force_w, float), np.asarray(torque_w, float)
+
+    def load(p, R):
+        f = np.zeros((n, 6))
+        f[-1, :3] = force_w
+        f[-1, 3:] = np.cross(r_tip, R[-1].T @ force_w) + R[-1].T @ torque_w
+        return f
+    return statics(model, state, load)
+
+
+def statics(model: Model, state: State, load=None, fixed: np.ndarray | None = None) -> tuple[State, int]:
+    """The cable's static equilibrium: Newton's method on the poses of the bodies not `fixed`
+    ((n,) bool; they keep theirs), the couplings' own generalized forces (``couplings.apply`` at
+    rest, theta = 0) plus ``load(p, R)`` ((n,6) [N world; N m body], e.g. gravity or a tip
+    force) as the residual, and their G^T K G (T = 4 makes H = K T / 4 = K) as the
+    (Gauss-Newton) stiffness; a pass moves each link by T v and turns it by exp(S(w)) (body
+    axes).  Returns (state at rest, passes)."""
     from sim_core.dynamics import couplings
     from sim_core.math.so3 import exp_so3
     cp, n = model.couplings, model.n_bodies
     L = float(np.abs(cp.r_b[0, 0])) * 2.0
-    r_tip = np.array([L / 2, 0.0, 0.0])
+    fixed = np.zeros(n, bool) if fixed is None else np.asarray(fixed, bool)
+    tied = fixed[np.maximum(cp.a, 0)] & (cp.a >= 0) | fixed[cp.b]     # couplings with a fixed end
     p, R = state.p_w.copy(), state.R_wb.copy()
     first = None
     for it in range(STATIC_MAX_ITER):
         A, f = np.zeros((n, 6, 6)), np.zeros((n, 6))
         Aab, _ = couplings.apply(cp, p, R, np.zeros((n, 6)), 4.0, A, f, np.zeros((n, 3)))
-        f[-1, :3] += force_w
-        f[-1, 3:] += np.cross(r_tip, R[-1].T @ force_w) + R[-1].T @ torque_w
+        if load is not None:
+            f += load(p, R)
+        A[fixed], f[fixed] = np.eye(6), 0.0                             # held: no move
+        Aab[tied] = 0.0
         x = couplings.block_solve(cp, A, Aab, Aab.transpose(0, 2, 1), f)
         p = p + x[:, :3]
         R = np.array([R[i] @ exp_so3(x[i, 3:]) for i in range(n)])

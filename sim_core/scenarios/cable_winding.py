@@ -173,8 +173,30 @@ def build(cfg: dict, src: str = "<config>") -> tuple[Model, State]:
     model = replace(model, drive=replace(model.drive, K=drive_K, D=drive_D))
     if cfg["arm"]["robot"] == "panda":
         model = replace(model, systems=(arm_system(cfg, K, D, body=n - 1),))
-    state = State(0.0, P, R, np.zeros((n, 6)))
+    state = relaxed(model, w, n, State(0.0, P, R, np.zeros((n, 6))))
     return model, step_mod.start(model, state)
+
+
+def relaxed(model: Model, w: Winding, n: int, state: State) -> State:
+    """The start with its free span in static equilibrium (``cable.statics``): the wound links
+    and the held one kept where they are, the links between them under the couplings and
+    gravity.  Laid out as the taut tangent, the span meets the coil with a kink -- the wound
+    links' bending (theta = L / rho a joint) next to a straight link -- and a link of 0.1 g and
+    a bending stiffness E I / L turned 0.44 rad in the first step (44 rad/s) and rang there;
+    in equilibrium the span leaves the drum over a boundary layer ~ sqrt(E I / T) long."""
+    L = w.length / n * (1.0 + w.stretch)
+    free = (np.arange(n) + 0.5) * L > w.ds * w.phi(0.0)
+    fixed = ~free
+    fixed[n - 1] = True
+    g = np.asarray(model.gravity, float)
+    m = np.array([b.mass for b in model.bodies])
+
+    def weight(p, R):
+        f = np.zeros((n, 6))
+        f[:, :3] = m[:, None] * g[None, :]
+        return f
+    out, _ = cable_mod.statics(model, state, weight, fixed)
+    return out
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,15 @@ def true_penetration(model: Model, state: State) -> float:
     return deepest
 
 
+def static_axis(model: Model) -> np.ndarray:
+    """(3,) the static part's axis, world: the z of the first shape fixed to the world (shape 0
+    in the seed 000 and 004 worlds; a cable's links come first), world z without one."""
+    for s in model.shapes:
+        if s.body == WORLD:
+            return s.R_ws[:, 2]
+    return np.array([0.0, 0.0, 1.0])
+
+
 def simulate(model: Model, scen: Scenario, state: State, duration: float | None = None, on_step=None,
              dt: float | None = None) -> RunResult:
     """Run the step for `duration` seconds of simulated time (default: the scenario's),
@@ -225,7 +234,7 @@ def simulate(model: Model, scen: Scenario, state: State, duration: float | None 
     res = RunResult(model=model, scen=scen, stage_times={s: [] for s in step_mod.STAGES})
     dt = model.dt if dt is None else dt
     n = int(round((scen.duration if duration is None else duration) / dt))
-    axis_w = model.shapes[0].R_ws[:, 2]
+    axis_w = static_axis(model)
     neural = any(isinstance(s, SDF) and s.sdf is not s.sdf_exact for s in model.shapes)
     rot = 0.0
     loop = res.control = None if scen.control is None else scen.control.start()
@@ -281,7 +290,7 @@ def summarize(res: RunResult, start: State) -> dict:
     every = np.array(res.step_times) * 1e3
     compiled = np.array(res.compile_times) > 0.0 if len(res.compile_times) == len(every) else np.zeros(len(every), bool)
     st = every[~compiled] if not compiled.all() else every
-    axis = m.shapes[0].R_ws[:, 2]
+    axis = static_axis(m)
     final = res.final
     pen = np.array(res.mean_pen)
     dt = res.t[0] - start.t if res.t else m.dt
@@ -342,7 +351,7 @@ class LiveFigures:
     def __init__(self, model: Model, scen: Scenario, every: int = 10, control=None):
         self.model, self.scen, self.every = model, scen, max(1, int(every))
         self.control = control         # the task's controller loop in the session (its record: the figure)
-        self.axis_w = model.shapes[0].R_ws[:, 2]
+        self.axis_w = static_axis(model)
         self.n, self.rot = 0, 0.0
         self._t, self._p, self._r = np.empty(256), np.empty((256, 3)), np.empty(256)
         self.figures: dict | None = None
