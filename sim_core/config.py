@@ -55,8 +55,7 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding",
-                                       "cable_winding"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding"),
                       doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
@@ -247,19 +246,6 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "friction_exponent": Field("float", 0.7616, gt=0.0, hi=2.0,
                                    doc="N of seed 002 eq. (8) (seed: 0.7616; 1 is Coulomb's law)"),
     },
-    "winding": {
-        "drum_radius": Field("float", 0.02, gt=0.0, hi=0.5, unit="m", doc="the fixed drum's radius (axis world z)"),
-        "drum_length": Field("float", 0.08, gt=0.0, hi=1.0, unit="m", doc="the drum's length along its axis"),
-        "drum_centre": Field("vec3", (0.05, 0.0, 0.05), lo=-REACH, hi=REACH, unit="m",
-                             doc="the drum's axis point at the clamp's height (world)"),
-        "pitch": Field("float", 0.008, gt=0.0, hi=0.1, unit="m", doc="the helix's rise per turn (at least the "
-                                                                    "cable's diameter)"),
-        "start_turns": Field("float", 1.5, lo=0.0, hi=20.0, doc="turns wound at the start"),
-        "turns": Field("float", 1.0, lo=0.0, hi=20.0, doc="turns the arm winds"),
-        "stretch": Field("float", 0.01, lo=0.0, hi=0.2, doc="the cable's stretch the arm keeps (strain)"),
-        "settle": Field("float", 0.3, lo=0.0, hi=60.0, unit="s", doc="held still before winding"),
-        "wind_time": Field("float", 4.0, gt=0.0, hi=600.0, unit="s", doc="the winding's length"),
-    },
     "start": {
         "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),
         "yaw_deg": Field("float", 0.0, lo=-MAX_TURN_DEG, hi=MAX_TURN_DEG, unit="deg",
@@ -391,9 +377,6 @@ def validate(raw: dict, src: str) -> dict:
                 raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS, 'materials', 'pairs'])})")
         cfg = {sec: _check_table(sec, schema, raw.get(sec, {})) for sec, schema in SCHEMA.items()}
         _check_law("contact.law", cfg["contact"]["law"])
-        if cfg["scenario"]["task"] == "cable_winding" and cfg["contact"]["subsystems"] > cfg["cable"]["links"]:
-            raise ConfigError(f"contact.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
-                              f"got {cfg['contact']['subsystems']}")
         mats = raw.get("materials", {})
         if not isinstance(mats, dict):
             raise ConfigError(f"materials: expected tables [materials.NAME], got {type(mats).__name__}")
