@@ -35,28 +35,67 @@ if __package__ in (None, ""):                     # run as a script: the checkou
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.baselines import xpbd_cable  # noqa: E402
-from bench.baselines.free_cable import elastica, shape_error  # noqa: E402
+from bench.baselines.free_cable import SEED_CABLE, elastica, shape_error  # noqa: E402
 from bench.peers import pyelastica_cable  # noqa: E402
 
 FALL = 0.5          # s of the undamped fall
 SAMPLE = 0.01       # s between the tip samples of the fall
 
 
-def tightsim_cable(n: int):
-    """ADAPTER FOR THE LEAD TO FILL IN AT MERGE (tightsim's cable, h14's
-    sim_core/scenarios/cable.py; it did not exist on this branch).  Return None until then.
+# s: tightsim's step for the fall.  At seed 002's 10 ms the undamped fall does not stay bounded
+# (the turns' Newton solve stops converging once links turn ~0.2 rad a step: docs/cable.md,
+# "The winding task"); at 1 ms it follows the fall.
+TIGHTSIM_FALL_DT = 1e-3
+# the static sag: the fall damped out (joint damping D = TIGHTSIM_SAG_DAMPING K, s) over
+# TIGHTSIM_SAG_TIME at the fall's step.  (``cable.statics``' Gauss-Newton, without the load's
+# geometric stiffness, does not converge at this cable's qL^3/EI = 176, even with the weight
+# raised in 40 steps.)
+TIGHTSIM_SAG_DAMPING = 0.01
+TIGHTSIM_SAG_TIME = 3.0
 
-    To fill in: build the cable with `cable.build(n, CableSpec(radius, length, density, E, nu,
-    ...), dt)` from SEED_CABLE's values, clamp body 0's -x end at the origin with the links along
-    +x (position and orientation, as the arm holds it), gravity -y (or map y <-> z below), and
-    return a dict with
-      "static": callable() -> (s (k,) m material coordinates, xy (2, k) m) after damping out
-                (link centres at s = (i + 1/2) L / n and the tip at s = L),
-      "fall":   callable(duration, every) -> (t (k,) s, tip (k, 2) m, wall s) undamped from
-                straight at rest,
-      "dt":     the step (s).
-    """
-    return None
+
+def tightsim_cable(n: int):
+    """tightsim's cable (``sim_core.scenarios.cable``) on the common case: clamped at the
+    origin along +x, gravity along -y, shear factor that of the reference (SEED_CABLE.kappa_s).
+    "static": the fall damped out (``TIGHTSIM_SAG_DAMPING``, ``TIGHTSIM_SAG_TIME``); "fall":
+    the undamped fall from straight; both at ``TIGHTSIM_FALL_DT``."""
+    from sim_core import step as step_mod
+    from sim_core.scenarios import cable
+    from sim_core.types import Inputs
+    c = SEED_CABLE
+    g = np.array([0.0, -c.gravity, 0.0])
+
+    def points(st):
+        L = c.length / n
+        tip = st.p_w[-1] + st.R_wb[-1] @ np.array([L / 2, 0.0, 0.0])
+        s = np.append((np.arange(n) + 0.5) * L, c.length)
+        xy = np.vstack([st.p_w[:, :2], tip[:2]]).T
+        return s, xy
+
+    def run(damping, duration, every):
+        sp = cable.CableSpec(radius=c.radius, length=c.length, density=c.density, E=c.E, nu=c.nu,
+                             shear_factor=c.kappa_s, damping=damping)
+        model, st = cable.build(n, sp, TIGHTSIM_FALL_DT, anchor="clamp", gravity=g)
+        st = step_mod.start(model, st)
+        inp = Inputs(st.p_w.copy(), st.R_wb.copy(), np.zeros((n, 3)), np.zeros((n, 3)))
+        k = int(round(duration / TIGHTSIM_FALL_DT))
+        per = max(1, int(round(every / TIGHTSIM_FALL_DT)))
+        t, tip = [], []
+        w0 = time.perf_counter()
+        for i in range(1, k + 1):
+            st, _ = step_mod.step(model, st, inp)
+            if i % per == 0:
+                t.append(st.t)
+                tip.append(points(st)[1][:, -1])
+        return st, np.array(t), np.array(tip), time.perf_counter() - w0
+
+    def static():
+        return points(run(TIGHTSIM_SAG_DAMPING, TIGHTSIM_SAG_TIME, TIGHTSIM_SAG_TIME)[0])
+
+    def fall(duration, every):
+        return run(0.0, duration, every)[1:]
+
+    return {"static": static, "fall": fall, "dt": TIGHTSIM_FALL_DT}
 
 
 def _median_fall(fn, repeats: int):
