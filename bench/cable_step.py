@@ -13,8 +13,9 @@
                                [--settle 60]
 
 Prints per world and size the median and p99 (ms) of the whole step and of each stage
-(``step.Laps``: systems = the bodies' blocks + the couplings' turns and terms, detection,
-solving, integration), the contacts handed to the solver and the turns' Newton passes.  The
+(``step.Laps``: systems, detection, cspace, solving, integration), and of the two parts of
+"systems": blocks (``rigid.blocks``, the bodies' PMI blocks) and turns (``couplings.apply``:
+the turns' Newton solve and the couplings' terms), and the contacts handed to the solver.  The
 solve of a coupled island is h15's (``step.solve``): its share is printed, not tuned here.
 Timings on the shared 2-core VM are indicative only (run it on an idle machine for figures).
 """
@@ -27,9 +28,11 @@ import numpy as np  # noqa: E402
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 from sim_core import step as step_mod  # noqa: E402
+from sim_core.dynamics import couplings  # noqa: E402
 from sim_core.math.so3 import exp_so3  # noqa: E402
 from sim_core.scenarios import cable, chain  # noqa: E402
 from sim_core.shapes import Cylinder  # noqa: E402
+from sim_core.systems import rigid  # noqa: E402
 from sim_core.types import ContactPair, Inputs, Material, State  # noqa: E402
 
 DT = 0.01
@@ -76,19 +79,45 @@ def rest_inputs(n: int) -> Inputs:
     return Inputs(np.zeros((n, 3)), np.tile(np.eye(3), (n, 1, 1)), np.zeros((n, 3)), np.zeros((n, 3)))
 
 
+class Timed:
+    """Wraps a module function, adding each call's wall time to ``self.spent`` (s): the parts of
+    the "systems" stage (``rigid.blocks``, ``couplings.apply``: the turns' Newton solve)."""
+
+    def __init__(self, module, name: str):
+        self.module, self.name, self.fn, self.spent = module, name, getattr(module, name), 0.0
+
+    def __call__(self, *a, **kw):
+        t = time.perf_counter()
+        try:
+            return self.fn(*a, **kw)
+        finally:
+            self.spent += time.perf_counter() - t
+
+    def __enter__(self):
+        setattr(self.module, self.name, self)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(self.module, self.name, self.fn)
+
+
 def run(world: str, n: int, steps: int, settle: int | None = None) -> dict:
     model, st = WORLDS[world](n)
     inp = rest_inputs(n)
     for _ in range(SETTLE[world] if settle is None else settle):   # kernels loaded, contacts formed
         st, _ = step_mod.step(model, st, inp)
     total, stages, contacts = [], {}, []
-    for _ in range(steps):
-        t = time.perf_counter()
-        st, info = step_mod.step(model, st, inp)
-        total.append(time.perf_counter() - t)
-        contacts.append(info.n_clusters)
-        for k, v in info.times.items():
-            stages.setdefault(k, []).append(v)
+    with Timed(rigid, "blocks") as tb, Timed(couplings, "apply") as tc:
+        for _ in range(steps):
+            tb.spent = tc.spent = 0.0
+            t = time.perf_counter()
+            st, info = step_mod.step(model, st, inp)
+            total.append(time.perf_counter() - t)
+            contacts.append(info.n_clusters)
+            stages.setdefault("blocks", []).append(tb.spent)
+            stages.setdefault("turns", []).append(tc.spent)
+            for k, v in info.times.items():
+                stages.setdefault(k, []).append(v)
     return {"total": np.array(total), "stages": {k: np.array(v) for k, v in stages.items()},
             "contacts": np.array(contacts), "finite": bool(np.isfinite(st.V).all())}
 
@@ -103,7 +132,10 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[40, 80, 160])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--settle", type=int, default=None)
+    ap.add_argument("--parallel", type=int, default=None, metavar="C",
+                    help="couplings.PARALLEL_MIN_COUPLINGS: the anchor-frame kernels in parallel from C couplings")
     a = ap.parse_args(argv)
+    couplings.PARALLEL_MIN_COUPLINGS = a.parallel
     worlds = ("free", "drum") if a.world == "both" else (a.world,)
     print(f"cable step at T = {1e3 * DT:g} ms, median / p99 in ms ({a.steps} steps)")
     for w in worlds:

@@ -65,3 +65,35 @@ def test_a_held_body_has_no_drive_in_the_structured_kernel():
 def test_the_cable_takes_the_structured_kernel_and_the_chain_does_not():
     assert cable.build(4)[0].rigid_kernel == "structured"
     assert chain.build(4)[0].rigid_kernel == "general"
+
+
+@pytest.mark.parametrize("anchor", ["clamp", "free"])
+def test_parallel_anchor_kernels_are_the_serial_ones_bit_for_bit(anchor):
+    """``local_terms_parallel`` / ``local_newton_parallel`` (prange over runs of couplings) give
+    exactly the serial kernels' arrays: each coupling's arithmetic and the gather's order are
+    the same (so the switch, couplings.PARALLEL_MIN_COUPLINGS, cannot change a run)."""
+    from sim_core.dynamics import couplings
+    n = 70
+    model, st = cable.build(n, anchor=anchor)
+    rng = np.random.default_rng(5)
+    R = np.array([exp_so3(rng.normal(size=3) * 0.3) for _ in range(n)])
+    st = State(0.0, st.p_w + rng.normal(size=(n, 3)) * 1e-3, R, rng.normal(size=(n, 6)) * 0.1)
+    cp = model.couplings
+    c, fr = len(cp), cp.frame.astype(np.int64)
+    theta, Vn = rng.normal(size=(n, 3)) * 0.2, st.V + rng.normal(size=(n, 6)) * 0.1
+    geo = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, fr, st.p_w, st.R_wb, st.V)
+    for chunks in (2, 3):
+        out = []
+        for par in (False, True):
+            A, b = np.ones((n, 6, 6)), np.ones((n, 6))
+            t = (np.zeros((c, 6, 6)), np.zeros((c, 6)), np.zeros((c, 6)))
+            J, Jab, Jba = np.ones((n, 6, 6)), np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+            if par:
+                couplings.local_terms_parallel(*geo, theta, 0.01, A, b, *t, chunks)
+                couplings.local_newton_parallel(*geo, Vn, theta, 0.01, J, Jab, Jba, chunks)
+            else:
+                couplings.local_terms(*geo, theta, 0.01, A, b, *t)
+                couplings.local_newton_terms(*geo, Vn, theta, 0.01, J, Jab, Jba)
+            out.append((A, b) + t + (J, Jab, Jba))
+        for x, y in zip(*out):
+            assert np.array_equal(x, y)
