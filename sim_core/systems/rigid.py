@@ -7,7 +7,9 @@ m g at the COM); its PMI block  A_i V_i+ = b_i  with the Coriolis matrix at the 
 midpoint (``pmi.coriolis_point``, ``pmi.system``).  A body another system holds (the arm's)
 has no drive (``driven`` false): that system adds its own coupling (``systems.base``).
 ``blocks_numpy`` is the same arithmetic one body at a time in NumPy, the reference the
-kernel is tested against.
+kernel is tested against.  ``KERNELS`` (by ``Model.rigid_kernel``): "general" (``_blocks``,
+a 6x6 LAPACK solve a Coriolis pass; the recorded scenarios' bits) and "structured"
+(``_blocks_structured``, the same system's block-diagonal closed form: the cable's many links).
 """
 from __future__ import annotations
 
