@@ -538,7 +538,7 @@ def _local_turned(has_a, Rwa, RA, ra, tha, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, 
     _combine(has_a, RA, tha, thb, rot, Gwa, Rga1, Jta, Gwb, Rgb1, Lb, Ga, Gb, e, w1, cr, v1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
     """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
     maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
