@@ -139,6 +139,8 @@ class Model:
     hand_body: int = 0             # index in bodies of the part the hand holds in a session: the haptic
                                    # proxy's part (its set pose is the proxy's), the one the arm grasps,
                                    # the view's ghost; set by the scenario builder (scenarios/tasks.py)
+    rigid_kernel: str = "general"  # key of systems.rigid.KERNELS: the bodies' blocks' kernel ("general" the
+                                   # recorded scenarios' arithmetic; "structured" the cable's, many bodies)
 
     @property
     def n_bodies(self) -> int:

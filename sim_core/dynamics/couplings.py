@@ -89,7 +89,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit, prange
 
 from sim_core.dynamics import blocktree
 from sim_core.math.so3 import log_so3
@@ -145,7 +145,7 @@ def potential_terms(Ga, Gb, H, F0):
 SECANT_FLOOR = 1e-20
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _coeffs(th):
     """(s, a, c) for t = |th|: exp(S(th)) = I + s K + a K^2 and J_l(th) = I + a K + c K^2
     (K = S(th)); s = sin t / t, a = (1 - cos t) / t^2, c = (t - sin t) / t^3."""
@@ -159,7 +159,7 @@ def _coeffs(th):
     return math.sin(t) / t, 2.0 * h * h, (t - math.sin(t)) / (t2 * t)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _poly(th, x, y, out):
     """out = I + x S(th) + y S(th)^2 (3x3);  S(th)^2 = th th^T - |th|^2 I."""
     t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
@@ -175,7 +175,7 @@ def _poly(th, x, y, out):
     out[2, 1] += x * th[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mm(A, B, out):
     """out = A @ B (3x3)."""
     for i in range(3):
@@ -183,7 +183,7 @@ def _mm(A, B, out):
             out[i, j] = A[i, 0] * B[0, j] + A[i, 1] * B[1, j] + A[i, 2] * B[2, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mtm(A, B, out):
     """out = A^T @ B (3x3)."""
     for i in range(3):
@@ -191,14 +191,14 @@ def _mtm(A, B, out):
             out[i, j] = A[0, i] * B[0, j] + A[1, i] * B[1, j] + A[2, i] * B[2, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mtv(A, x, out):
     """out = A^T @ x[:3] (3x3)."""
     for i in range(3):
         out[i] = A[0, i] * x[0] + A[1, i] * x[1] + A[2, i] * x[2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _mv(A, x, out, sgn):
     """out += sgn A @ x (3x3, 3)."""
     for i in range(3):
@@ -214,7 +214,7 @@ def _rot_error(Rgb, Rga, W, out):
     _mv(Rgb, v, out, 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _skew_into(r, out):
     out[0, 0] = out[1, 1] = out[2, 2] = 0.0
     out[0, 1], out[0, 2], out[1, 2] = -r[2], r[1], -r[0]
@@ -231,7 +231,7 @@ def left_jacobian(th):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fill(R, M, G):
     """G (6,6) = [[I, -M], [0, R]]."""
     for i in range(6):
@@ -244,7 +244,7 @@ def _fill(R, M, G):
             G[3 + i, 3 + j] = R[i, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _map(R, r, th, G, w1, w2, w3):
     """G (6,6) of a body turned by th (rad, body axes) over the step: anchor_map with its
     translational-angular block -R J_l(th) S(r) (module docstring); th = 0 gives anchor_map.
@@ -257,7 +257,7 @@ def _map(R, r, th, G, w1, w2, w3):
     _fill(R, w1, G)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gthg(Gx, h, Gy, out, sgn):
     """out += sgn Gx^T diag(h) Gy (6x6)."""
     for p in range(6):
@@ -268,7 +268,7 @@ def _gthg(Gx, h, Gy, out, sgn):
             out[p, q] += sgn * acc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gtv(G, v, out, sgn):
     """out += sgn G^T v (6)."""
     for p in range(6):
@@ -278,7 +278,7 @@ def _gtv(G, v, out, sgn):
         out[p] += sgn * acc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gv(G, v, out, sgn):
     """out += sgn G v (6)."""
     for m in range(6):
@@ -391,49 +391,90 @@ FRAME_WORLD = 0    # K, D diagonal in world axes (the chain, the belt, the arm's
 FRAME_ANCHOR = 1   # K, D diagonal in a's anchor frame R_ga (a Cosserat rod's strains)
 
 
-@njit(cache=True)
-def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
-    """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
-    maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
-    with the turns tha, thb (module docstring, "Frames"): translational rows exact,
-    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant).
-    W (7,3,3), Gw (2,6,6), vw (3,3): work arrays (``_local_work``; no allocation per call)."""
-    w1, w2, w3, Rga, Rga1, Rgb, Rgb1 = W[0], W[1], W[2], W[3], W[4], W[5], W[6]
-    Gwa, Gwb = Gw[0], Gw[1]
-    d, u, cr = vw[0], vw[1], vw[2]
+@njit(cache=True, inline="always")
+def _log_into(R, out):
+    """out = ``so3.log_so3``(R), the same arithmetic without its two allocations (the cable's
+    kernels take ~10 logs a coupling a step); near pi it calls log_so3 itself."""
+    c = 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)
+    c = min(1.0, max(-1.0, c))
+    th = math.acos(c)
+    if th < 1e-6:
+        f = 0.5 * (1.0 + th * th / 6.0)
+    elif math.pi - th < 1e-4:
+        out[:] = log_so3(R)
+        return
+    else:
+        f = th / (2.0 * math.sin(th))
+    out[0] = f * (R[2, 1] - R[1, 2])
+    out[1] = f * (R[0, 2] - R[2, 0])
+    out[2] = f * (R[1, 0] - R[0, 1])
+
+
+@njit(cache=True, inline="always")
+def _local_static(has_a, pa, Rwa, RA, ra, pb, Rwb, RB, rb, e, W, vw):
+    """The turn-free part of ``_local_maps``: the error e (6) and, in the work arrays, the
+    anchor frames R_ga = W[3], R_gb = W[5], the rotational rows' linear part R_ga^T R_wb = W[7],
+    d = x_a - x_b = vw[0] and R_wa^T d = vw[3] (``_local_turned`` reads them)."""
+    w1, Rga, Rgb, Lb = W[0], W[3], W[5], W[7]
+    d, u, ua = vw[0], vw[1], vw[3]
     d[:] = 0.0
-    Gwa[:] = 0.0
-    for p in range(6):
-        for q in range(6):
-            Ga[p, q] = 0.0
-            Gb[p, q] = 0.0
-    _map(Rwb, rb, thb, Gwb, w1, w2, w3)
     _mm(Rwb, RB, Rgb)
-    x, y, _ = _coeffs(thb)
-    _poly(thb, x, y, w1)
-    _mm(Rwb, w1, w2)
-    _mm(w2, RB, Rgb1)
     for q in range(3):
         d[q] = -pb[q]
     _mv(Rwb, rb, d, -1.0)
     if has_a:
-        _map(Rwa, ra, tha, Gwa, w1, w2, w3)
         _mm(Rwa, RA, Rga)
-        x, y, _ = _coeffs(tha)
-        _poly(tha, x, y, w1)
-        _mm(Rwa, w1, w2)
-        _mm(w2, RA, Rga1)
         for q in range(3):
             d[q] += pa[q]
         _mv(Rwa, ra, d, 1.0)
     else:
         Rga[:] = RA
-        Rga1[:] = RA
         for q in range(3):
             d[q] += ra[q]
     _mtv(Rga, d, u)
     for q in range(3):
         e[q] = u[q]
+    if has_a:
+        _mtv(Rwa, d, ua)
+    _mtm(Rgb, Rga, w1)
+    _log_into(w1, u)
+    for q in range(3):
+        e[3 + q] = u[q]
+    _mtm(Rga, Rwb, Lb)
+
+
+@njit(cache=True, inline="always")
+def _side(R, RX, r, th, Gw, R1, w1, w2, w3):
+    """One body's part of ``_local_turned`` at its turn th: Gw = ``_map``(R, r, th) (the anchor's
+    world rows) and R1 = R exp(S(th)) RX (the reached anchor frame); the coefficients once."""
+    s, a, c = _coeffs(th)
+    _poly(th, a, c, w1)            # J_l(th), as _map
+    _skew_into(r, w2)
+    _mm(w1, w2, w3)
+    _mm(R, w3, w1)
+    _fill(R, w1, Gw)
+    _poly(th, s, a, w1)            # exp(S(th))
+    _mm(R, w1, w2)
+    _mm(w2, RX, R1)
+
+
+@njit(cache=True, inline="always")
+def _frame_turn(RA, tha, ua, out, w1, w2, w3):
+    """out = R_A^T J_r(th_a) S(R_wa^T d) (3x3): the a frame's own turn in the translational rows."""
+    _skew_into(ua, w2)
+    _, x, y = _coeffs(tha)
+    _poly(tha, -x, y, w1)              # J_r(th_a) = J_l(-th_a)
+    _mm(w1, w2, w3)
+    _mtm(RA, w3, out)
+
+
+@njit(cache=True, inline="always")
+def _combine(has_a, RA, tha, thb, rot, Gwa, Rga1, Jta, Gwb, Rgb1, Lb, Ga, Gb, e, w1, cr, v1):
+    """Ga, Gb (6,6) from the sides (``_side``, ``_frame_turn``) and ``_local_static``'s e, Lb."""
+    for p in range(6):
+        for q in range(6):
+            Ga[p, q] = 0.0
+            Gb[p, q] = 0.0
     # translational rows: R_ga1^T times the world rows (the anchors' exact displacements) ...
     for q in range(3):
         for col in range(6):
@@ -446,25 +487,14 @@ def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, 
             Ga[q, col] = acc_a
     # ... plus the frame's own turn: (R_ga1 - R_ga)^T d = R_A^T J_r(th_a) S(R_wa^T d) th_a
     if has_a:
-        _mtv(Rwa, d, u)
-        _skew_into(u, w2)
-        _, x, y = _coeffs(tha)
-        _poly(tha, -x, y, w1)              # J_r(th_a) = J_l(-th_a)
-        _mm(w1, w2, w3)
-        _mtm(RA, w3, w1)
         for q in range(3):
             for col in range(3):
-                Ga[q, 3 + col] += w1[q, col]
+                Ga[q, 3 + col] += Jta[q, col]
     # rotational rows: log(R_gb^T R_ga) (the same vector in a's and b's anchor frames);
     # linear part [0, R_A^T] and [0, R_ga^T R_wb]
-    _mtm(Rgb, Rga, w1)
-    v = log_so3(w1)
-    for q in range(3):
-        e[3 + q] = v[q]
-    _mtm(Rga, Rwb, w1)
     for q in range(3):
         for col in range(3):
-            Gb[3 + q, 3 + col] = w1[q, col]
+            Gb[3 + q, 3 + col] = Lb[q, col]
             if has_a:
                 Ga[3 + q, 3 + col] = RA[col, q]
     if not rot:
@@ -475,9 +505,9 @@ def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, 
     if s <= SECANT_FLOOR:
         return
     _mtm(Rgb1, Rga1, w1)
-    v1 = log_so3(w1)
+    _log_into(w1, v1)
     for q in range(3):
-        acc = v1[q] - v[q]
+        acc = v1[q] - e[3 + q]
         for col in range(3):
             acc += Gb[3 + q, 3 + col] * thb[col]
             if has_a:
@@ -490,19 +520,47 @@ def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, 
                 Ga[3 + q, 3 + col] += cr[q] * tha[col]
 
 
+@njit(cache=True, inline="always")
+def _local_turned(has_a, Rwa, RA, ra, tha, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
+    """The turns' part of ``_local_maps``: Ga, Gb (6,6) at the turns (tha, thb), from what
+    ``_local_static`` left in e, W and vw (the same arithmetic as one ``_local_maps`` call).
+    W[8] holds R_A^T J_r(th_a) S(R_wa^T d) (``_frame_turn``)."""
+    w1, w2, w3, Rga1, Rgb1, Lb, Jta = W[0], W[1], W[2], W[4], W[6], W[7], W[8]
+    Gwa, Gwb = Gw[0], Gw[1]
+    cr, ua, v1 = vw[2], vw[3], vw[4]
+    _side(Rwb, RB, rb, thb, Gwb, Rgb1, w1, w2, w3)
+    if has_a:
+        _side(Rwa, RA, ra, tha, Gwa, Rga1, w1, w2, w3)
+        _frame_turn(RA, tha, ua, Jta, w1, w2, w3)
+    else:
+        Gwa[:] = 0.0
+        Rga1[:] = RA
+    _combine(has_a, RA, tha, thb, rot, Gwa, Rga1, Jta, Gwb, Rgb1, Lb, Ga, Gb, e, w1, cr, v1)
+
+
+@njit(cache=True, inline="always")
+def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
+    """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
+    maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
+    with the turns tha, thb (module docstring, "Frames"): translational rows exact,
+    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant).
+    W (9,3,3), Gw (2,6,6), vw (5,3): work arrays (no allocation per call).  Split in two:
+    ``_local_static`` (what the turns do not change: the error, the frames) and
+    ``_local_turned`` (the maps), so Newton's differences in the turns redo only the second."""
+    _local_static(has_a, pa, Rwa, RA, ra, pb, Rwb, RB, rb, e, W, vw)
+    _local_turned(has_a, Rwa, RA, ra, tha, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw)
+
+
 @njit(cache=True)
-def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force):
-    """``coupling_terms`` for the FRAME_ANCHOR couplings (frame[k] == 1; the others are left
-    alone): their terms added to A (B,6,6), rhs (B,6), and written into Aab (c,6,6), err (c,6),
-    force (c,6) in place: each coupling into its own blocks, then added up in order."""
-    c = b.shape[0]
-    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
-    ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
+def _local_terms_range(lo, hi, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da,
+                       Db, ra_, rb_):
+    """``local_terms``' couplings lo .. hi-1, each into its own blocks Da, Db, ra_, rb_ (and Aab,
+    err, force): the work of one thread of ``local_terms_parallel``, all of ``local_terms``."""
     Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
-    W, Gw, vw = np.empty((7, 3, 3)), np.zeros((2, 6, 6)), np.empty((3, 3))
+    W, Gw, vw = np.empty((9, 3, 3)), np.zeros((2, 6, 6)), np.empty((5, 3))
     ed, h, F0 = np.zeros(6), np.empty(6), np.empty(6)
     z3, eye = np.zeros(3), np.eye(3)
-    for k in range(c):
+    for k in range(lo, hi):
         if frame[k] != FRAME_ANCHOR:
             continue
         ed[:] = 0.0
@@ -532,6 +590,43 @@ def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A
             _gthg(Ga, h, Ga, Da[k], 1.0)
             _gtv(Ga, F0, ra_[k], -1.0)
             _gthg(Ga, h, Gb, Aab[k], -1.0)
+
+
+@njit(cache=True)
+def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force):
+    """``coupling_terms`` for the FRAME_ANCHOR couplings (frame[k] == 1; the others are left
+    alone): their terms added to A (B,6,6), rhs (B,6), and written into Aab (c,6,6), err (c,6),
+    force (c,6) in place: each coupling into its own blocks, then added up in order."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
+    _local_terms_range(0, c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db,
+                       ra_, rb_)
+    _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
+
+
+@njit(cache=True, parallel=True)
+def _local_terms_chunks(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db, ra_,
+                        rb_, chunks):
+    """``_local_terms_range`` over `chunks` contiguous runs of couplings, one per thread: the
+    one parallel region (nothing else here, so numba adds no other)."""
+    c = b.shape[0]
+    for ch in prange(chunks):
+        _local_terms_range(ch * c // chunks, (ch + 1) * c // chunks, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w,
+                           R_wb, V, theta, T, Aab, err, force, Da, Db, ra_, rb_)
+
+
+@njit(cache=True)
+def local_terms_parallel(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force,
+                         chunks):
+    """``local_terms`` with the couplings split into `chunks` contiguous runs, one per thread
+    (prange): each coupling's arithmetic and the ordered gather are the same, so the result is
+    bit for bit ``local_terms``' (tests)."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
+    _local_terms_chunks(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db, ra_,
+                        rb_, chunks)
     _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
 
 
@@ -556,12 +651,10 @@ def _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs):
 TURN_FD = 1e-5
 
 
-@njit(cache=True)
-def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, Vsb, Ga, Gb, e, F, Qa, Qb, W, Gw,
-             vw):
-    """A FRAME_ANCHOR coupling's generalized forces at the turns (tha, thb) with the velocity
-    sums Vs = V_k + V+ held: F = K e + h (Ga Vsa - Gb Vsb), Qa = -Ga^T F, Qb = Gb^T F."""
-    _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw)
+@njit(cache=True, inline="always")
+def _forces(has_a, K, h, Vsa, Vsb, Ga, Gb, e, F, Qa, Qb):
+    """F = K e + h (Ga Vsa - Gb Vsb), Qa = -Ga^T F, Qb = Gb^T F: a FRAME_ANCHOR coupling's
+    generalized forces with the velocity sums Vs = V_k + V+ held, at the maps Ga, Gb."""
     F[:] = 0.0
     _gv(Gb, Vsb, F, -1.0)
     if has_a:
@@ -575,22 +668,20 @@ def _local_q(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, K, h, Vsa, 
 
 
 @njit(cache=True)
-def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, A, Jab, Jba):
-    """``newton_terms`` for the FRAME_ANCHOR couplings, in place: G^T H G at theta, and the
-    generalized forces' change with the turns (theta = T (w_k + w+)/2 moves with V+) by
-    forward differences in the six turns a coupling sees (TURN_FD): the maps' whole
-    dependence, the rotational rows' secant included."""
-    c = b.shape[0]
-    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
-    zc, zb = np.zeros((c, 6)), np.zeros((A.shape[0], 6))   # no right-hand sides here
+def _local_newton_range(lo, hi, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, Jab, Jba, Da,
+                        Db):
+    """``local_newton_terms``' couplings lo .. hi-1 into their own blocks Da, Db (and Jab, Jba):
+    the work of one thread of ``local_newton_parallel``, all of ``local_newton_terms``."""
     Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
-    W, Gw, vw = np.empty((7, 3, 3)), np.zeros((2, 6, 6)), np.empty((3, 3))
+    W, Gw, vw = np.empty((9, 3, 3)), np.zeros((2, 6, 6)), np.empty((5, 3))
     e, h, F = np.empty(6), np.empty(6), np.empty(6)
     Qa1, Qb1, Qa2, Qb2 = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     Vsa, Vsb = np.zeros(6), np.empty(6)
     tha, thb = np.zeros(3), np.empty(3)
     pa, Rwa = np.zeros(3), np.eye(3)
-    for k in range(c):
+    G2, W2 = np.zeros((2, 6, 6)), np.empty((3, 3, 3))     # a nudged side: (Gwa, Gwb), (Rga1, Rgb1, Jta)
+    w1, w2, w3 = W[0], W[1], W[2]
+    for k in range(lo, hi):
         if frame[k] != FRAME_ANCHOR:
             continue
         j = b[k]
@@ -615,15 +706,16 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
         thb[:] = theta[j]
         if has_a:
             tha[:] = theta[i]
-        _local_maps(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, Ga, Gb, e,
-                    W, Gw, vw)
+        # the error and frames once (``_local_static``); the maps at theta (their G^T H G), then
+        # with one turn nudged: only that body's side (``_side``) is redone
+        _local_static(has_a, pa, Rwa, R_a[k], r_a[k], p_w[j], R_wb[j], R_b[k], r_b[k], e, W, vw)
+        _local_turned(has_a, Rwa, R_a[k], r_a[k], tha, R_wb[j], R_b[k], r_b[k], thb, rot, Ga, Gb, e, W, Gw, vw)
+        _forces(has_a, K[k], h, Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2)
         _gthg(Gb, h, Gb, Db[k], 1.0)
         if has_a:
             _gthg(Ga, h, Ga, Da[k], 1.0)
             _gthg(Ga, h, Gb, Jab[k], -1.0)
             _gthg(Gb, h, Ga, Jba[k], -1.0)
-        _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
-                 Vsa, Vsb, Ga, Gb, e, F, Qa2, Qb2, W, Gw, vw)
         na = 6 if has_a else 3
         for cc in range(na):
             body_b = cc < 3
@@ -632,8 +724,16 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
             t0 = th[q0]
             st = TURN_FD * max(math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), TURN_FLOOR)
             th[q0] = t0 + st
-            _local_q(has_a, pa, Rwa, R_a[k], r_a[k], tha, p_w[j], R_wb[j], R_b[k], r_b[k], thb, rot, K[k], h,
-                     Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1, W, Gw, vw)
+            if body_b:
+                _side(R_wb[j], R_b[k], r_b[k], thb, G2[1], W2[1], w1, w2, w3)
+                _combine(has_a, R_a[k], tha, thb, rot, Gw[0], W[4], W[8], G2[1], W2[1], W[7], Ga, Gb, e, w1,
+                         vw[2], vw[4])
+            else:
+                _side(Rwa, R_a[k], r_a[k], tha, G2[0], W2[0], w1, w2, w3)
+                _frame_turn(R_a[k], tha, vw[3], W2[2], w1, w2, w3)
+                _combine(has_a, R_a[k], tha, thb, rot, G2[0], W2[0], W2[2], Gw[1], W[6], W[7], Ga, Gb, e, w1,
+                         vw[2], vw[4])
+            _forces(has_a, K[k], h, Vsa, Vsb, Ga, Gb, e, F, Qa1, Qb1)
             th[q0] = t0
             f = 0.5 * T / st               # d th / d w+ = T/2; the residual takes -Q
             for p in range(6):
@@ -644,7 +744,56 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
                 else:
                     Da[k, p, 3 + q0] -= f * (Qa1[p] - Qa2[p])
                     Jba[k, p, 3 + q0] -= f * (Qb1[p] - Qb2[p])
+
+
+@njit(cache=True)
+def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, A, Jab, Jba):
+    """``newton_terms`` for the FRAME_ANCHOR couplings, in place: G^T H G at theta, and the
+    generalized forces' change with the turns (theta = T (w_k + w+)/2 moves with V+) by
+    forward differences in the six turns a coupling sees (TURN_FD): the maps' whole
+    dependence, the rotational rows' secant included."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    zc, zb = np.zeros((c, 6)), np.zeros((A.shape[0], 6))   # no right-hand sides here
+    _local_newton_range(0, c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, Jab, Jba, Da, Db)
     _gather(a, b, frame, Da, Db, zc, zc, A, zb)
+
+
+@njit(cache=True, parallel=True)
+def _local_newton_chunks(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, Jab, Jba, Da, Db, chunks):
+    """``_local_newton_range`` over `chunks` runs of couplings, one per thread (one region)."""
+    c = b.shape[0]
+    for ch in prange(chunks):
+        _local_newton_range(ch * c // chunks, (ch + 1) * c // chunks, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w,
+                            R_wb, V, Vn, theta, T, Jab, Jba, Da, Db)
+
+
+@njit(cache=True)
+def local_newton_parallel(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, A, Jab, Jba, chunks):
+    """``local_newton_terms`` in `chunks` contiguous runs of couplings, one per thread (prange):
+    bit for bit the serial kernel's (``local_terms_parallel``)."""
+    c = b.shape[0]
+    Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
+    zc, zb = np.zeros((c, 6)), np.zeros((A.shape[0], 6))
+    _local_newton_chunks(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, Jab, Jba, Da, Db, chunks)
+    _gather(a, b, frame, Da, Db, zc, zc, A, zb)
+
+
+# The FRAME_ANCHOR kernels' parallel form (``local_terms_parallel``, ``local_newton_parallel``:
+# one run of couplings per numba thread, bit for bit the serial kernels') is taken from this
+# many couplings.  Off (None) by default: measured on this shared 2-core machine with other
+# processes running, each call's thread barrier waited on the scheduler and the 160-link
+# kernels ran 2-8x slower than serial (docs/cable.md "Step cost").  On an idle machine with
+# cores to spare set it (64; ``bench/cable_step.py --parallel 64`` times both).
+PARALLEL_MIN_COUPLINGS: int | None = None
+
+
+def _chunks(cp: Couplings) -> int:
+    """How many runs of couplings the FRAME_ANCHOR kernels split into: numba's threads, or 1
+    (serial) below PARALLEL_MIN_COUPLINGS couplings or with it off."""
+    if PARALLEL_MIN_COUPLINGS is None or len(cp) < PARALLEL_MIN_COUPLINGS:
+        return 1
+    return int(min(get_num_threads(), len(cp)))
 
 
 def _framed(cp: Couplings) -> bool:
@@ -670,8 +819,13 @@ def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
         K0, D0 = _world_only(cp)
         Aab, e, F0 = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, K0, D0, p_w, R_wb, V, theta, T, A,
                                     rhs)
-    local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w, R_wb, V,
-                theta, T, A, rhs, Aab, e, F0)
+    chunks = _chunks(cp)
+    if chunks > 1:
+        local_terms_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+                             R_wb, V, theta, T, A, rhs, Aab, e, F0, chunks)
+    else:
+        local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w, R_wb, V,
+                    theta, T, A, rhs, Aab, e, F0)
     return Aab, e, F0
 
 
@@ -684,8 +838,13 @@ def _newton(cp: Couplings, R_wb, p_w, e, V, Vn, theta, T, J):
     else:
         K0, D0 = _world_only(cp)
         Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
-    local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
-                       R_wb, V, Vn, theta, T, J, Jab, Jba)
+    chunks = _chunks(cp)
+    if chunks > 1:
+        local_newton_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+                              R_wb, V, Vn, theta, T, J, Jab, Jba, chunks)
+    else:
+        local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+                           R_wb, V, Vn, theta, T, J, Jab, Jba)
     return Jab, Jba
 
 
@@ -918,17 +1077,30 @@ def block_solve(cp: Couplings, A, Jab, Jba, rhs):
     """x (B,6) of the block system (A (B,6,6) diagonal, Jab / Jba (c,6,6) at (a, b) / (b, a)):
     on its blocks when the couplings between bodies form a forest (``blocktree``), else a
     sparse LU of ``blocktree.matrix``."""
+    return block_solver(cp, A, Jab, Jba)(rhs)
+
+
+def block_solver(cp: Couplings, A, Jab, Jba):
+    """``block_solve`` factorized once: a function rhs (B,6) -> x (B,6) (Newton's chord passes
+    reuse a matrix, ``turns``)."""
     w = cp.a >= 0
     a, b = cp.a[w], cp.b[w]
     Jab, Jba = np.ascontiguousarray(Jab[w]), np.ascontiguousarray(Jba[w])
     ok, order, parent, edge = _tree(cp, A.shape[0], a, b)
     if ok:
         fac = blocktree.factor(A, order, parent, edge, a, Jab, Jba)
-        x = np.ascontiguousarray(rhs).reshape(-1, 6, 1).copy()
-        blocktree.solve(*fac, order, parent, edge, a, Jab, Jba, x)
-        return x.reshape(-1, 6)
+
+        def solve(rhs):
+            x = np.ascontiguousarray(rhs).reshape(-1, 6, 1).copy()
+            blocktree.solve(*fac, order, parent, edge, a, Jab, Jba, x)
+            return x.reshape(-1, 6)
+        return solve
     from scipy.sparse.linalg import spsolve
-    return spsolve(blocktree.matrix(A, a, b, Jab, Jba), rhs.ravel()).reshape(-1, 6)
+    M = blocktree.matrix(A, a, b, Jab, Jba)
+
+    def solve_sparse(rhs):
+        return spsolve(M, rhs.ravel()).reshape(-1, 6)
+    return solve_sparse
 
 
 def _tree(cp: Couplings, nb: int, a, b):
@@ -968,9 +1140,9 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
         if jac is None or d > NEWTON_REFRESH * np.abs(theta).max():
             J = A.copy()
             Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
-            jac = (J, Jab, Jba)
+            jac = block_solver(cp, J, Jab, Jba)        # factorized once, reused by the chord passes
         res = _residual(A1, b1, cp.a, cp.b, Aab, Vn)
-        dV = block_solve(cp, *jac, res)
+        dV = jac(res)
         d = 0.5 * T * np.abs(dV[:, 3:]).max()
         if not np.isfinite(d):
             theta = np.zeros_like(theta)

@@ -136,7 +136,8 @@ def build(n_links: int, spec: CableSpec = CableSpec(), dt: float = 0.01, contact
     model = Model(bodies=bodies, shapes=chain.link_shapes(link, n) + tuple(shapes), pairs=tuple(pairs),
                   contact=chain.default_contact() if contact is None else contact,
                   drive=Drive(np.zeros((n, 6)), np.zeros((n, 6))), dt=dt, couplings=cp,
-                  gravity=chain.GRAVITY.copy() if gravity is None else np.asarray(gravity, float))
+                  gravity=chain.GRAVITY.copy() if gravity is None else np.asarray(gravity, float),
+                  rigid_kernel="structured")
     p = np.zeros((n, 3))
     p[:, 0] = (np.arange(n) + 0.5) * L
     return model, State(0.0, p, np.tile(np.eye(3), (n, 1, 1)), np.zeros((n, 6)))
