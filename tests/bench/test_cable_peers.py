@@ -116,11 +116,14 @@ def test_pyelastica_cable_sags_like_the_reference():
     assert shape_error(elastica(), s, xy) < PYELASTICA_SHAPE_TOL_40
 
 
-def test_runner_reports_a_missing_pyelastica_and_the_empty_tightsim_slot(monkeypatch):
+def test_runner_reports_a_missing_pyelastica_and_tightsims_row(monkeypatch):
+    """Without PyElastica the runner says what to install; tightsim's row is its cable at the
+    adapter's 1 ms step (``tightsim_cable``), with a finite sag."""
     import bench.cable_peers as cp
     monkeypatch.setattr(cp.pyelastica_cable, "installed", lambda: False)
     rows = cp.rows_for(8, elastica(), None, 1, {})
     text = cp.table(rows, elastica())
     assert "pyelastica | not installed (pip install -e .[peers]" in text
-    assert "tightsim | adapter not filled in" in text
     assert text.count("| 8 | xpbd-") == 2
+    ts = [r for r in rows if r[1] == "tightsim"]
+    assert len(ts) == 1 and np.isfinite(ts[0][2]) and 0.0 < ts[0][2] < SEED_CABLE.length
