@@ -22,18 +22,21 @@ Timings on the shared 2-core VM are indicative only (run it on an idle machine f
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # the checkout: its tests' states
 
 import sim_core  # noqa: F401 - first: it sets the BLAS thread count the physics runs with
 from sim_core import step as step_mod  # noqa: E402
 from sim_core.dynamics import couplings  # noqa: E402
-from sim_core.math.so3 import exp_so3  # noqa: E402
 from sim_core.scenarios import cable, chain  # noqa: E402
 from sim_core.shapes import Cylinder  # noqa: E402
 from sim_core.systems import rigid  # noqa: E402
-from sim_core.types import ContactPair, Inputs, Material, State  # noqa: E402
+from sim_core.types import ContactPair, Inputs, Material  # noqa: E402
 
 DT = 0.01
 SPEC = cable.CableSpec()
@@ -44,22 +47,10 @@ DRUM_MAT = Material(0.3, 0.2, 2e-4)
 
 def bent_moving(n: int, bend: float = 0.3):
     """The free cable bent in the xz plane by `bend` rad (curvature ~ sin(pi s / L)) and spinning
-    at (0.3, 0, 1) rad/s with a drift of 1 cm/s, no gravity (the energy test's state)."""
-    model, _ = cable.build(n, SPEC, DT, anchor="free", gravity=np.zeros(3))
-    L, Lt = SPEC.length / n, SPEC.length
-    p, R = np.zeros((n, 3)), np.zeros((n, 3, 3))
-    ang, x = 0.0, np.zeros(3)
-    for j in range(n):
-        if j > 0:
-            ang += 0.5 * np.pi * bend / Lt * np.sin(np.pi * j * L / Lt) * L
-        u = np.array([np.cos(ang), 0.0, np.sin(ang)])
-        p[j], x = x + u * L / 2, x + u * L
-        R[j] = exp_so3(np.array([0.0, -ang, 0.0]))
-    om = np.array([0.3, 0.0, 1.0])
-    V = np.zeros((n, 6))
-    V[:, :3] = np.cross(om, p - p.mean(axis=0)) + np.array([0.01, 0.0, 0.0])
-    V[:, 3:] = np.einsum("nji,j->ni", R, om)
-    return model, State(0.0, p, R, V)
+    at (0.3, 0, 1) rad/s with a drift of 1 cm/s, no gravity: the energy test's state
+    (``tests/sim_core/dynamics/test_cable_model.py``), at T = 10 ms."""
+    from tests.sim_core.dynamics.test_cable_model import bent_moving as state
+    return state(n, bend)
 
 
 def over_drum(n: int):

@@ -180,7 +180,7 @@ def test_rod_errors_shrink_as_links_are_added():
         assert abs(errs[1][key]) < abs(errs[0][key]), key
 
 
-def _bent_moving(n, bend=0.3):
+def bent_moving(n, bend=0.3):
     """The free cable (no clamp, gravity, contact or damping) bent in the xz plane by `bend` rad
     (curvature (pi/2) bend / L_t sin(pi s / L_t): no moment at its free ends) and spinning at
     (0.3, 0, 1) rad/s with a drift of 1 cm/s."""
@@ -202,7 +202,7 @@ def _bent_moving(n, bend=0.3):
 
 
 def _drift(n, steps):
-    model, st = _bent_moving(n)
+    model, st = bent_moving(n)
     inp = _rest_inputs(n)
     E0 = chain.energy(model, st)
     gain = change = 0.0
@@ -277,7 +277,7 @@ def test_config_accepts_the_seed_cable_and_builds_it(tmp_path):
 def test_damping_only_dissipates():
     """CableSpec.damping (D = damping K, diagonal in the link frames): the energy falls every step
     (to the turns' tolerance, ENERGY_TURNS of a step) and falls in all."""
-    model, st = _bent_moving(20)
+    model, st = bent_moving(20)
     cp = model.couplings
     damped = couplings.Couplings(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, 1e-4 * cp.K, cp.frame)
     model = model.__class__(**{**model.__dict__, "couplings": damped})
