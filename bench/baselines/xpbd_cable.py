@@ -61,6 +61,7 @@ if __package__ in (None, ""):                     # run as a script: the checkou
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from bench.baselines.free_cable import SEED_CABLE, Cable  # noqa: E402
+from sim_core.systems.rigid import _solve3  # noqa: E402  (3x3 by cofactors, the rigid kernel's)
 
 SEED_DT = 0.01          # s, seed 002's T
 SEED_ITERS = 100        # XPBD iterations per step in seed 002 Sec. V-C
@@ -93,25 +94,6 @@ def _inv_inertia_world(R, iinv_b, out):
             for k in range(3):
                 s += R[i, k] * iinv_b[k] * R[j, k]
             out[i, j] = s
-
-
-@njit(cache=True)
-def _solve3(A, b, x):
-    """x <- A^-1 b for a 3x3 A (cofactors; A is SPD here)."""
-    c00 = A[1, 1] * A[2, 2] - A[1, 2] * A[2, 1]
-    c01 = A[1, 2] * A[2, 0] - A[1, 0] * A[2, 2]
-    c02 = A[1, 0] * A[2, 1] - A[1, 1] * A[2, 0]
-    det = A[0, 0] * c00 + A[0, 1] * c01 + A[0, 2] * c02
-    inv = 1.0 / det
-    c10 = A[0, 2] * A[2, 1] - A[0, 1] * A[2, 2]
-    c11 = A[0, 0] * A[2, 2] - A[0, 2] * A[2, 0]
-    c12 = A[0, 1] * A[2, 0] - A[0, 0] * A[2, 1]
-    c20 = A[0, 1] * A[1, 2] - A[0, 2] * A[1, 1]
-    c21 = A[0, 2] * A[1, 0] - A[0, 0] * A[1, 2]
-    c22 = A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0]
-    x[0] = (c00 * b[0] + c10 * b[1] + c20 * b[2]) * inv
-    x[1] = (c01 * b[0] + c11 * b[1] + c21 * b[2]) * inv
-    x[2] = (c02 * b[0] + c12 * b[1] + c22 * b[2]) * inv
 
 
 @njit(cache=True)
