@@ -69,6 +69,7 @@ class Inverse3Emulator:
         self.replies = 0                        # answers written (frames or garbage)
         self.garbage_bytes = 0
         self.bytes_out = 0                      # everything written towards the driver
+        self.bytes_in = 0                       # everything read from the driver
         self.hung_up = False
         self.t_hang_up: float | None = None
         self._cond = threading.Condition()
@@ -186,6 +187,7 @@ class Inverse3Emulator:
                 return
             t = self.clock()
             with self._cond:
+                self.bytes_in += len(data)
                 for fr in self.decoder.feed(data):
                     self._handle(fr, t)
                 self._cond.notify_all()

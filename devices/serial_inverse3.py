@@ -89,6 +89,7 @@ class Inverse3Serial(Device):
         self._clock, self._sleep, self._factory = clock, sleep, serial_factory
         self._ser: serial.Serial | None = None
         self.bytes_in = 0                       # everything read from the port, ever
+        self.bytes_out = 0                      # everything written to the port, ever
         self._reset_link()
 
     def _reset_link(self) -> None:
@@ -261,6 +262,7 @@ class Inverse3Serial(Device):
             if not self._writable():
                 self._fail("device stopped reading (output buffer full)", now)
             n = self._ser.write(frame)
+            self.bytes_out += n or 0
         except (serial.SerialException, OSError) as e:
             self._fail(f"disconnected (write: {_one_line(e)})", now)
         if n != len(frame):
@@ -272,7 +274,11 @@ class Inverse3Serial(Device):
             return False
         frame = proto.encode(self.framing, proto.EE_FORCE, proto.FORCE_FMT.pack(0.0, 0.0, 0.0))
         try:                                    # no flush(): tcdrain blocks on a stuck device
-            return self._writable() and self._ser.write(frame) == len(frame)
+            if not self._writable():
+                return False
+            n = self._ser.write(frame) or 0
+            self.bytes_out += n
+            return n == len(frame)
         except (serial.SerialException, OSError, ValueError):
             return False
 

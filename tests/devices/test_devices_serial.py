@@ -232,6 +232,10 @@ def test_reopen_after_a_fault_starts_a_fresh_link():
         with pytest.raises(DeviceFault):
             drv.read(1.1)
         drv.close()
+        # the zero-force frames of the fault and of close() must reach the silent emulator
+        # before it speaks again: answered later, their reply would land in the new link's
+        # input buffer and be discarded by open(), and the byte count would never balance
+        assert emu.wait_until(lambda e: e.bytes_in >= drv.bytes_out)
         emu.mode = "normal"
         drv.open()
         assert drv.fault is None and emu.wakeups == 2
