@@ -107,9 +107,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "penetration_gain": Field("float", 0.2, lo=0.0, hi=1.0,
                                   doc="fraction of a penetration removed per step (Signorini bias), paid from "
                                   "the energy the contacts took from the body: they do no net positive work"),
-        "solver": Field("enum", "sor", choices=("sor", "pgs"),
-                        doc="contact solver: the seed's block SOR with maximum dissipation, or the "
-                            "projected Gauss-Seidel baseline"),
+        "solver": Field("enum", "sor", choices=("sor", "pgs", "pgs_subspace"),
+                        doc="contact solver: the seed's block SOR with maximum dissipation, the "
+                            "projected Gauss-Seidel baseline, or PGS warm-started with subspace steps "
+                            "(holds a stiff chain; seed 002's friction law)"),
         "cspace": Field("enum", "off", choices=("on", "off"),
                         doc="C-space constraint of the seed solver (assets/cspace/STATIC__MOVING.npz); "
                             "off by default: measured, it does not lower penetration here (docs/contact_solving.md)"),

@@ -65,7 +65,7 @@ class ContactParams:
     penetration_gain: float   # beta: the fraction of a penetration removed per step, [0, 1]
     pgs_iterations: int
     pgs_tolerance: float      # N
-    solver: str = "sor"       # key of contact.SOLVERS: "sor" (seed 000 Algorithm 1) | "pgs" (baseline)
+    solver: str = "sor"       # key of contact.SOLVERS: "sor" (seed 000 Algorithm 1) | "pgs" (baseline) | "pgs_subspace"
     sor_relaxation: float = 1.0
     sor_iterations: int = 100
     sor_tolerance: float = 1e-6   # N

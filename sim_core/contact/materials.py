@@ -55,7 +55,7 @@ LAWS: dict[str, Law] = {
     "complementarity": Law(
         doc="rigid contact: Signorini with the penetration push-out, Coulomb's cone with maximum "
             "dissipation (seed 000 eqs. (2), (3), (7))",
-        params={}, solvers=("sor", "pgs")),
+        params={}, solvers=("sor", "pgs", "pgs_subspace")),
     "compliant": Law(
         doc="seed 001's spring-damper normal force (contact.compliant), analytic over the step "
             "(contact.compliant_stage); Coulomb friction with that normal force held",
@@ -108,15 +108,18 @@ def pair_params(params: ContactParams, pair: ContactPair) -> ContactParams:
     return _with_band(params, pair.material.band)
 
 
+LAW_SOLVERS = ("pgs", "pgs_subspace")    # the solvers that implement seed 002 eq. (8)'s friction law
+
+
 def check_solver(model: Model) -> None:
     """ValueError where a pair's law is unknown or the configured solver does not implement it."""
     for k, pair in enumerate(model.pairs):
         law = material_of(model.contact, pair).law
         if law not in LAWS:
             raise ValueError(f"pair {k}: unknown contact law {law!r} (known: {', '.join(LAWS)})")
-        if material_of(model.contact, pair).friction_exponent != 1.0 and model.contact.solver != "pgs":
-            raise ValueError(f"pair {k}: friction_exponent != 1 (seed 002 eq. (8)) needs solver 'pgs', "
-                             f"got {model.contact.solver!r}")
+        if material_of(model.contact, pair).friction_exponent != 1.0 and model.contact.solver not in LAW_SOLVERS:
+            raise ValueError(f"pair {k}: friction_exponent != 1 (seed 002 eq. (8)) needs solver "
+                             f"{' or '.join(map(repr, LAW_SOLVERS))}, got {model.contact.solver!r}")
         if model.contact.solver not in LAWS[law].solvers:
             raise ValueError(f"pair {k}: contact law {law!r} is not solved by solver {model.contact.solver!r} "
                              f"(by: {', '.join(LAWS[law].solvers)})")

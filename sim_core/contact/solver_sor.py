@@ -272,10 +272,12 @@ PIVOT_MIN = 1e-12      # relative: a smaller pivot of D_PP means the new row dep
 
 
 @njit(cache=True)
-def _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace):
+def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, additions):
     """Subspace step (module docstring): the normal forces of the contacts with a force or not
     open (``modes`` of the last sweep) at once, the friction held, by Lawson and Hanson's active
-    set; mu (m,) the contacts' friction coefficients.  Changes lam and V in place; returns
+    set; mu (m,) the contacts' friction coefficients, nexp (m,) their friction laws' exponents
+    (``solver_pgs.friction_limit``: 1 is Coulomb's cone); at most `additions` rows added
+    (``LH_ITERATIONS`` for ``sor``).  Changes lam and V in place; returns
     (lambda^C, True), or (lambda^C, False) with lam and V untouched where it did not settle."""
     m, n = G.shape[0], V.shape[0]
     idx = np.empty(m + 1, np.int64)            # row q is contact idx[q] (-1: the C-space row)
@@ -314,7 +316,7 @@ def _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace):
     sP = np.empty(n)
     dV = np.zeros(n)
     ok = False
-    for _ in range(LH_ITERATIONS):
+    for _ in range(additions):
         jbest, wbest = -1, tol                 # the most violated row outside the set
         for q in range(k):
             if not inP[q] and not blocked[q]:
@@ -384,8 +386,9 @@ def _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace):
             continue
         lam[i, 0] = x[q]
         nt = math.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
-        if nt > mu[i] * x[q]:                  # the friction held, but inside the cone
-            sc = mu[i] * x[q] / nt
+        lim = mu[i] * x[q] if nexp[i] == 1.0 else mu[i] * x[q] ** nexp[i]
+        if nt > lim:                           # the friction held, but inside the cone
+            sc = lim / nt
             d1, d2 = lam[i, 1] * (sc - 1.0), lam[i, 2] * (sc - 1.0)
             lam[i, 1] += d1
             lam[i, 2] += d2
@@ -475,6 +478,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
     for i in range(m):
         V += AG[i] @ lam[i]
     modes = np.zeros(m, np.int64)
+    ones = np.ones(m)                # Coulomb's cone: the subspace step's friction limit
     res = 0.0
     it = 0
     uf = np.empty(3)
@@ -554,7 +558,8 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
             V_keep[:] = V
             modes_keep[:] = modes
             lamC_keep, res_keep = lamC, res
-            lamC, trial = _subspace(G, AG, V, lam, bn, mu, modes, NC, AN, bC, lamC, cspace)
+            lamC, trial = _subspace(G, AG, V, lam, bn, mu, ones, modes, NC, AN, bC, lamC, cspace,
+                                    LH_ITERATIONS)
             tried += 1
             if not trial:                # it did not settle: none again in this solve
                 every = 0

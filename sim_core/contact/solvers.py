@@ -131,7 +131,31 @@ def solve_pgs(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
     return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), sweeps)
 
 
-SOLVERS = {"sor": solve_sor, "pgs": solve_pgs}
+def solve_pgs_subspace(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,
+                       warm: Warm | None, row=None, free=None, n_bodies: int | None = None, *, mu: np.ndarray,
+                       beta: np.ndarray, nexp: np.ndarray | None = None) -> Solution:
+    """PGS with the friction law (``solver_pgs.pgs_subspace``), warm-started like ``solve_sor``,
+    with subspace steps on the normal forces and the budgeted push-out (``push_out``): the
+    PGS of seed 002's Solver 1 made to hold a stiff chain (a cable wound under tension); no
+    C-space row; `free` as in ``solve_sor``; `nexp` None is Coulomb's cone."""
+    A_inv, V_free = _free(A, b) if free is None else free
+    m, n = len(contacts), V_free.shape[0]
+    if m == 0:
+        keep = None if warm is None else warm.budget
+        return Solution(V_free, np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(n), 0, budget=keep)
+    ex = np.ones(m) if nexp is None else np.asarray(nexp, float)
+    lam0, _ = solver_sor.warm_start(contacts, Cf, warm)
+
+    def solve_with(bn):
+        lam, V, its, res = solver_pgs.pgs_subspace(G, A_inv, V_free, bn, mu, ex, params.pgs_iterations,
+                                                   params.pgs_tolerance, lam0, solver_sor.SUBSPACE_EVERY)
+        return lam, V, its, res
+    (lam, V, its, res), budget = push_out(beta, contacts, G, V_prev, dt, warm, solve_with, n_bodies)
+    return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), its,
+                    budget=budget, capped=bool(res >= params.pgs_tolerance))
+
+
+SOLVERS = {"sor": solve_sor, "pgs": solve_pgs, "pgs_subspace": solve_pgs_subspace}
 
 
 def solve_body(params: ContactParams, contacts: Contacts, body, pose, F0, B, dt: float,

@@ -39,19 +39,20 @@ def _block(push: float, T: float):
     return c, G, Cf, A, b
 
 
+@pytest.mark.parametrize("solver", materials.LAW_SOLVERS)
 @pytest.mark.parametrize("T", STEPS)
-def test_block_sticks_below_kappa_fn_to_the_n_and_slides_above(T):
+def test_block_sticks_below_kappa_fn_to_the_n_and_slides_above(T, solver):
     f_n = MASS * G_ACC
     limit = KAPPA * f_n ** N_EXP
     assert limit < KAPPA * f_n - 1.0                   # far from Coulomb's kappa f_n: the test can tell them apart
     kw = dict(mu=np.array([KAPPA]), beta=np.array([0.2]), nexp=np.array([N_EXP]))
     c, G, Cf, A, b = _block((1.0 - MARGIN) * limit, T)
-    stuck = SOLVERS["pgs"](_params(), c, G, Cf, A, b, np.zeros(6), T, None, **kw)
+    stuck = SOLVERS[solver](replace(_params(), solver=solver), c, G, Cf, A, b, np.zeros(6), T, None, **kw)
     assert abs(stuck.V[0]) <= VEL_TOL and abs(stuck.V[2]) <= VEL_TOL
     assert stuck.lam[0, 0] == pytest.approx(f_n, rel=1e-9)
     assert np.hypot(*stuck.lam[0, 1:]) == pytest.approx((1.0 - MARGIN) * limit, rel=1e-9)   # inside the disk
     c, G, Cf, A, b = _block((1.0 + MARGIN) * limit, T)
-    slid = SOLVERS["pgs"](_params(), c, G, Cf, A, b, np.zeros(6), T, None, **kw)
+    slid = SOLVERS[solver](replace(_params(), solver=solver), c, G, Cf, A, b, np.zeros(6), T, None, **kw)
     # it slides with a = (push - kappa f_n^N) / m: the friction force on the disk's rim
     assert slid.V[0] == pytest.approx(T * MARGIN * limit / MASS, rel=1e-6)
     assert np.hypot(*slid.lam[0, 1:]) == pytest.approx(limit, rel=1e-9)
