@@ -104,6 +104,40 @@ def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
 
 
 @njit(cache=True)
+def _row(i, G, W, AG, V, lam, b, mu, nexp):
+    """One PGS step on contact i with the others held: its normal row, then its tangential 2x2
+    block projected onto the disk of ``friction_limit``; lam[i] and V (+= A^-1 G_i^T delta) in
+    place.  Returns the largest change of its force (N)."""
+    u = G[i] @ V
+    old = lam[i].copy()
+    # normal row
+    ln = max(0.0, lam[i, 0] - (u[0] - b[i]) / W[i, 0, 0])
+    dn = ln - lam[i, 0]
+    u = u + W[i, :, 0] * dn
+    lam[i, 0] = ln
+    # tangential 2x2 block, then the disk of radius mu * ln
+    a, bb, c, e = W[i, 1, 1], W[i, 1, 2], W[i, 2, 1], W[i, 2, 2]
+    det = a * e - bb * c
+    t1 = lam[i, 1] - (e * u[1] - bb * u[2]) / det
+    t2 = lam[i, 2] - (-c * u[1] + a * u[2]) / det
+    lim = friction_limit(mu[i], nexp[i], ln)
+    nt = np.sqrt(t1 * t1 + t2 * t2)
+    if nt > lim:
+        s = lim / nt if nt > 0.0 else 0.0
+        t1 *= s
+        t2 *= s
+    lam[i, 1] = t1
+    lam[i, 2] = t2
+    delta = lam[i] - old
+    V += AG[i] @ delta
+    out = 0.0
+    for j in range(3):
+        if abs(delta[j]) > out:
+            out = abs(delta[j])
+    return out
+
+
+@njit(cache=True)
 def _pgs(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0):
     m = G.shape[0]
     lam = lam0.copy()
@@ -121,31 +155,7 @@ def _pgs(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0):
         sweeps = it + 1
         dmax = 0.0
         for i in range(m):
-            u = G[i] @ V
-            old = lam[i].copy()
-            # normal row
-            ln = max(0.0, lam[i, 0] - (u[0] - b[i]) / W[i, 0, 0])
-            dn = ln - lam[i, 0]
-            u = u + W[i, :, 0] * dn
-            lam[i, 0] = ln
-            # tangential 2x2 block, then the disk of radius mu * ln
-            a, bb, c, e = W[i, 1, 1], W[i, 1, 2], W[i, 2, 1], W[i, 2, 2]
-            det = a * e - bb * c
-            t1 = lam[i, 1] - (e * u[1] - bb * u[2]) / det
-            t2 = lam[i, 2] - (-c * u[1] + a * u[2]) / det
-            lim = friction_limit(mu[i], nexp[i], ln)
-            nt = np.sqrt(t1 * t1 + t2 * t2)
-            if nt > lim:
-                s = lim / nt if nt > 0.0 else 0.0
-                t1 *= s
-                t2 *= s
-            lam[i, 1] = t1
-            lam[i, 2] = t2
-            delta = lam[i] - old
-            V += AG[i] @ delta
-            for j in range(3):
-                if abs(delta[j]) > dmax:
-                    dmax = abs(delta[j])
+            dmax = max(dmax, _row(i, G, W, AG, V, lam, b, mu, nexp))
         if dmax < tol:
             break
     return lam, V, sweeps
@@ -203,28 +213,8 @@ def pgs_subspace(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0, every):
         sweeps = it + 1
         dmax = 0.0
         for i in range(m):
-            u = G[i] @ V
-            old = lam[i].copy()
-            ln = max(0.0, lam[i, 0] - (u[0] - b[i]) / W[i, 0, 0])
-            u = u + W[i, :, 0] * (ln - lam[i, 0])
-            lam[i, 0] = ln
-            a, bb, c, e = W[i, 1, 1], W[i, 1, 2], W[i, 2, 1], W[i, 2, 2]
-            det = a * e - bb * c
-            t1 = lam[i, 1] - (e * u[1] - bb * u[2]) / det
-            t2 = lam[i, 2] - (-c * u[1] + a * u[2]) / det
-            lim = friction_limit(mu[i], nexp[i], ln)
-            nt = np.sqrt(t1 * t1 + t2 * t2)
-            if nt > lim:
-                sc = lim / nt if nt > 0.0 else 0.0
-                t1 *= sc
-                t2 *= sc
-            lam[i, 1] = t1
-            lam[i, 2] = t2
-            modes[i] = OPEN if ln == 0.0 else STICK
-            delta = lam[i] - old
-            V += AG[i] @ delta
-            for j in range(3):
-                dmax = max(dmax, abs(delta[j]))
+            dmax = max(dmax, _row(i, G, W, AG, V, lam, b, mu, nexp))
+            modes[i] = OPEN if lam[i, 0] == 0.0 else STICK
         since += 1
         last = dmax < tol or it + 1 == iterations
         if every > 0 and (since >= every or last):
