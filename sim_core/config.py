@@ -242,6 +242,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                                   "nu > -1 (seed 002's identified 0.5012 included)"),
         "damping": Field("float", 0.0, lo=0.0, hi=1.0, unit="s",
                          doc="stiffness-proportional damping of the joints: D = damping * K"),
+        "twist_inertia": Field("float", 1.0, gt=0.0, hi=1e6,
+                               doc="factor on the links' inertia about their own axis: > 1 lets the step "
+                                   "resolve the twist (cable.resolved_twist_inertia; docs/cable.md)"),
         "friction_kappa": Field("float", 1.296, lo=0.0, hi=10.0,
                                 doc="kappa of seed 002 eq. (8), |lambda_t| <= kappa |lambda_n|^N (seed: 1.296)"),
         "friction_exponent": Field("float", 0.7616, gt=0.0, hi=2.0,

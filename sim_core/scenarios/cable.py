@@ -21,6 +21,20 @@ segment runs centre to centre, a whole link) -- which makes the cantilever's dis
 deflection the trapezoid rule of the rod's (error 1/(2 n^2)) instead of an end-point rule
 (3/(2n): 3.8 % at 40 links).  The links' bodies are the cylinders (mass rho A L, a solid
 cylinder's inertia): the capsules' caps overlap their neighbours' and would count twice.
+
+Twist inertia (``CableSpec.twist_inertia``, a factor on m r^2 / 2).  A link's twist about its
+own axis has the least inertia of all its motions: for the seed's cable at 40 links, G J / L =
+3.7e-3 N m/rad against m r^2 / 2 = 3.1e-10 kg m^2, the alternating twist of a link between
+its neighbours at omega = sqrt(4 G J / L / I) = 6.9e3 rad/s, omega T = 69 at T = 10 ms.  The
+midpoint rule carries such a mode as a rate that flips sign every step with a midpoint rate
+near zero, which no damper on the midpoint velocity sees (docs/cable.md, the winding); it
+survives for seconds and, on a wound coil, grew.  Scaling the twist inertia to
+``resolved_twist_inertia`` (omega T = 1) makes the step resolve it and the joints' damping
+take it out; PMI's energy balance holds for the scaled body as for any other (its kinetic
+energy counts the scaled inertia), the statics are unchanged (no inertia in them), and what
+changes is how fast a twist evens out along the cable -- within a few steps instead of a
+fraction of one, which nothing at a 10 ms step resolves anyway.  Bending and stretch are
+left alone: there the links' translations carry the inertia that matters.
 """
 from __future__ import annotations
 
@@ -50,6 +64,7 @@ class CableSpec:
     nu: float = 0.5012             # Poisson's ratio (seed 002: just above 1/2; a rod uses only G)
     damping: float = 0.0           # s, stiffness-proportional: D = damping * K (each coupling)
     shear_factor: float | None = None   # k of K_1's shear rows; None: Timoshenko's 6(1+nu)/(7+6nu)
+    twist_inertia: float = 1.0     # factor on the links' inertia about their own axis (module docstring)
 
     def check(self, where: str = "CableSpec") -> None:
         """One-line CableError naming the first bad field."""
@@ -58,7 +73,8 @@ class CableSpec:
                                  ("density", self.density, self.density > 0, "> 0"),
                                  ("E", self.E, self.E > 0, "> 0"),
                                  ("nu", self.nu, self.nu > -1, "> -1 (G = E / 2(1 + nu) > 0)"),
-                                 ("damping", self.damping, self.damping >= 0, ">= 0")):
+                                 ("damping", self.damping, self.damping >= 0, ">= 0"),
+                                 ("twist_inertia", self.twist_inertia, self.twist_inertia > 0, "> 0")):
             if not (math.isfinite(v) and ok):
                 raise CableError(f"{where}.{key}: must be {need}, got {v!r}")
         if self.shear_factor is not None and not self.shear_factor > 0:
@@ -92,7 +108,8 @@ def link_body(spec: CableSpec, L: float, name: str) -> RigidBody:
     """A cylinder of length L along body x, its COM at the origin."""
     r = spec.radius
     m = spec.density * math.pi * r * r * L
-    return RigidBody(name, m, np.diag([m * r * r / 2, m * (3 * r * r + L * L) / 12, m * (3 * r * r + L * L) / 12]),
+    Ix = spec.twist_inertia * (m * r * r / 2)
+    return RigidBody(name, m, np.diag([Ix, m * (3 * r * r + L * L) / 12, m * (3 * r * r + L * L) / 12]),
                      np.zeros(3))
 
 
@@ -143,10 +160,22 @@ def build(n_links: int, spec: CableSpec = CableSpec(), dt: float = 0.01, contact
     return model, State(0.0, p, np.tile(np.eye(3), (n, 1, 1)), np.zeros((n, 6)))
 
 
+def resolved_twist_inertia(spec: CableSpec, n_links: int, dt: float, omega_t: float = 1.0) -> float:
+    """The ``CableSpec.twist_inertia`` factor that puts a link's alternating twist between its
+    neighbours, omega = sqrt(4 G J / L / I_x), at omega dt = omega_t (never below 1): I_x =
+    4 (G J / L) dt^2 / omega_t^2 against the cylinder's m r^2 / 2."""
+    L = spec.length / check_links(n_links)
+    r = spec.radius
+    m = spec.density * math.pi * r * r * L
+    need = 4.0 * spec.gains(n_links)[3] * dt * dt / (omega_t * omega_t)
+    return max(1.0, need / (m * r * r / 2))
+
+
 def from_config(cfg: dict, **kw) -> tuple[Model, State]:
     """``build`` from a validated config's [cable] section (``config.validate``)."""
     c = cfg["cable"]
-    spec = CableSpec(radius=c["radius"], length=c["length"], density=c["density"], E=c["E"], nu=c["nu"])
+    spec = CableSpec(radius=c["radius"], length=c["length"], density=c["density"], E=c["E"], nu=c["nu"],
+                     damping=c["damping"], twist_inertia=c["twist_inertia"])
     return build(c["links"], spec, **kw)
 
 
