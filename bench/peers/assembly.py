@@ -201,13 +201,32 @@ def _run_result(setup: Setup, traj: Trajectory):
 
 def penetration(setup: Setup, traj: Trajectory) -> float:
     """The deepest penetration (m) of the moving part over the run by the common yardstick
-    (``scenario.true_penetration``: exact SDF or analytic manifold)."""
+    (``scenario.true_penetration``: exact SDF or analytic manifold).  Bolting's nut: the same
+    exact SDF on the nodes inside the bolt only (``bolt_penetration``): the exact distance costs
+    about 11 us a node and the nut has 1500 near the bolt, of which a few are ever inside."""
     from sim_core.scenarios.scenario import true_penetration
     from sim_core.types import State
     deepest = 0.0
+    fast = setup.task == "bolting"
     for p, R in zip(traj.p, traj.R):
-        deepest = max(deepest, true_penetration(setup.model, State(0.0, p, R, np.zeros(6))))
+        d = bolt_penetration(setup, p, R) if fast else true_penetration(setup.model, State(0.0, p, R, np.zeros(6)))
+        deepest = max(deepest, d)
     return deepest
+
+
+def bolt_penetration(setup: Setup, p: np.ndarray, R: np.ndarray) -> float:
+    """``scenario.true_penetration`` of the nut at (p, R), its exact SDF queried only where a
+    node is inside the bolt by the bolt's own solid (r < R(theta, z), 0 <= z <= length:
+    ``profiles.BoltSpec``): a node outside has no penetration, so the maximum is the same."""
+    from sim_core.geometry import profiles
+    spec = profiles.all_parts()[setup.cfg["parts"]["static"]]
+    shape, nodes = setup.model.shapes[0], setup.model.shapes[1]
+    x = (shape.R_ws.T @ (p[:, None] + R @ nodes.nodes_b.T - shape.p_ws[:, None])).T      # bolt frame
+    r, theta, z = np.hypot(x[:, 0], x[:, 1]), np.arctan2(x[:, 1], x[:, 0]), x[:, 2]
+    inside = (z >= 0.0) & (z <= spec.length) & (r < spec.radius(theta, z))
+    if not inside.any():
+        return 0.0
+    return float(max(0.0, -shape.sdf_exact.query(x[inside])[0].min()))
 
 
 def figure_text(task: str, fig: dict) -> tuple[str, float]:

@@ -39,6 +39,7 @@ import numpy as np
 from bench.peers.assembly import Setup, Trajectory, run_loop
 
 SOLVER_ITERATIONS = 50        # Bullet's default numSolverIterations
+COLLISION_MARGIN = 1e-4       # m on both parts: Bullet's default on hulls closes the groove (docstring)
 
 
 def cache_dir() -> Path:
@@ -126,6 +127,8 @@ def run(task: str, dt: float, duration: float | None = None, setup: Setup | None
         for body in (static, part):
             pb.changeDynamics(body, -1, lateralFriction=mu, rollingFriction=0.0, spinningFriction=0.0,
                               physicsClientId=c)
+            if COLLISION_MARGIN is not None:
+                pb.changeDynamics(body, -1, collisionMargin=COLLISION_MARGIN, physicsClientId=c)
 
         def pose():
             p, q = pb.getBasePositionAndOrientation(part, physicsClientId=c)
