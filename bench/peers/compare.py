@@ -114,22 +114,25 @@ def table(rows: list[Row], header: str = "") -> str:
     tasks = list(dict.fromkeys(r.task for r in rows))
     engines = list(dict.fromkeys(r.engine for r in rows))
     out = [header] if header else []
-    out += ["| task | engine | largest step that succeeds (ms) | task figure there | penetration there (mm) "
-            "| real-time factor there | tightsim at 10 ms: penetration (mm) / RTF | RTF ratio (engine / tightsim) "
-            "| penetration ratio (engine / tightsim) |", "|---|---|---|---|---|---|---|---|---|"]
+    out += ["| task | engine | largest step that succeeds (ms) | succeeds at (ms) | task figure there "
+            "| penetration there (mm) | real-time factor there | tightsim at 10 ms: penetration (mm) / RTF "
+            "| RTF ratio (engine / tightsim) | penetration ratio (engine / tightsim) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for task in tasks:
         ref = [r for r in rows if r.task == task and r.engine == "tightsim" and abs(r.dt * 1e3 - REFERENCE_MS) < 1e-9]
         ref = ref[0] if ref else None
         for e in engines:
             b = best(rows, task, e)
             ref_txt = f"{_mm(ref.penetration_m)} / {_rtf(ref.rtf)}" if ref else "-"
+            ok = ", ".join(f"{r.dt * 1e3:g}" for r in sorted(rows, key=lambda r: r.dt)
+                           if r.task == task and r.engine == e and r.met) or "none"
             if b is None:
-                out.append(f"| {task} | {e} | none | | | | {ref_txt} | | |")
+                out.append(f"| {task} | {e} | none | {ok} | | | | {ref_txt} | | |")
                 continue
             ratio_rtf = b.rtf / ref.rtf if ref and ref.rtf > 0 else math.nan
             ratio_pen = b.penetration_m / ref.penetration_m if ref and ref.penetration_m > 0 else math.nan
-            out.append(f"| {task} | {e} | {b.dt * 1e3:g} | {b.figure} | {_mm(b.penetration_m)} | {_rtf(b.rtf)} | "
-                       f"{ref_txt} | {_rtf(ratio_rtf)} | {_rtf(ratio_pen)} |")
+            out.append(f"| {task} | {e} | {b.dt * 1e3:g} | {ok} | {b.figure} | {_mm(b.penetration_m)} | "
+                       f"{_rtf(b.rtf)} | {ref_txt} | {_rtf(ratio_rtf)} | {_rtf(ratio_pen)} |")
     out += ["", "Every run of the sweep:", "",
             "| task | engine | step (ms) | task figure | target met | deepest penetration (mm) "
             "| real-time factor | note |",

@@ -144,9 +144,10 @@ def test_table_reports_the_largest_step_that_succeeds_and_the_ratios():
     lines = text.splitlines()
     mj = next(s for s in lines if s.startswith("| peg_in_hole | mujoco | 2 |"))
     cells = [c.strip() for c in mj.split("|")[1:-1]]
-    assert cells[4] == "0.6" and cells[5] == "0.4"                 # 0.6 mm, RTF 0.4 at 2 ms
-    assert cells[6] == "1 / 40"                                     # tightsim at 10 ms
-    assert cells[7] == "0.01" and cells[8] == "0.6"                 # RTF 0.4 / 40, pen 0.6 / 1
+    assert cells[3] == "1, 2"                                       # every step that succeeds
+    assert cells[5] == "0.6" and cells[6] == "0.4"                 # 0.6 mm, RTF 0.4 at 2 ms
+    assert cells[7] == "1 / 40"                                     # tightsim at 10 ms
+    assert cells[8] == "0.01" and cells[9] == "0.6"                 # RTF 0.4 / 40, pen 0.6 / 1
     assert any(s.startswith("| peg_in_hole | pybullet | none |") for s in lines)
     assert sum(s.startswith("| peg_in_hole |") for s in lines) == 3 + 12
 
