@@ -181,13 +181,13 @@ class Row:
 
 def _run_result(setup: Setup, traj: Trajectory):
     """A ``scenario.RunResult`` of a peer's trajectory, for the tasks' ``figures``."""
+    from sim_core.math.so3 import log_so3
     from sim_core.scenarios.scenario import RunResult, static_axis
     from sim_core.types import State
     res = RunResult(model=setup.model, scen=setup.scen)
     axis = static_axis(setup.model)
     rot, R_prev = 0.0, setup.start.R_wb[0]
     for t, p, R in zip(traj.t, traj.p, traj.R):
-        from sim_core.math.so3 import log_so3
         rot += float((R_prev @ log_so3(R_prev.T @ R)) @ axis)     # the turn about the axis, step by step
         R_prev = R
         res.t.append(t)
