@@ -108,6 +108,36 @@ def test_drive_wrench_is_zero_at_the_set_pose():
     assert np.all(f == 0.0) and np.all(tau == 0.0)
 
 
+def _judged_and_own(task: str, duration: float):
+    """tightsim's run judged from its trajectory (as every peer's is) and its own task figure."""
+    from dataclasses import replace
+
+    from sim_core.scenarios import scenario
+    from sim_core.scenarios.tasks import TASKS
+    s = Setup(task)
+    traj, simulated = compare.run_tightsim(s, s.config_dt, duration)
+    row = compare.judge(s, "tightsim", traj, simulated)
+    own = scenario.simulate(replace(s.model, dt=s.config_dt), s.scen, s.start, duration=duration, dt=s.config_dt)
+    return row, TASKS[task].figures(own)
+
+
+def test_a_trajectory_is_judged_as_tightsim_judges_itself():
+    """Docking at 10 ms: the figure judged from the trajectory is tightsim's own (the peers'
+    figures go through the same code)."""
+    row, fig = _judged_and_own("docking", 4.0)
+    assert row.met == fig["task_target_met"] is True
+    assert row.value == pytest.approx(fig["height_to_seat_m"] * 1e3, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_a_bolting_trajectory_is_judged_as_tightsim_judges_itself():
+    """Bolting at 10 ms: the advance per turn from the trajectory's orientations (step-by-step
+    rotation vectors) agrees with tightsim's (midpoint angular velocity) within 0.1 %."""
+    row, fig = _judged_and_own("bolting", 6.0)
+    assert row.met and fig["task_target_met"]
+    assert row.value == pytest.approx(fig["advance_per_rev_m"] * 1e3, rel=1e-3)
+
+
 # ---- the command's messages --------------------------------------------------------------------
 
 def test_without_the_extra_one_line_says_what_to_install(monkeypatch, capsys, tmp_path):
