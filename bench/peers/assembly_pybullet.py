@@ -14,8 +14,9 @@ What Bullet can express, and what is chosen:
     every static part (bolt, holed cylinder, hole block) as its concave mesh; the nut as the
     project's helical convex decomposition (``bench.peers.nut_pieces``: 448 pieces, the thread
     groove kept, at most 45 um of extra play; PyBullet's own V-HACD fills the groove and most
-    of the bore at any setting tried: docs/peers.md), loaded as one multi-object OBJ -- which PyBullet turns into a compound of convex
-    hulls -- written under $XDG_CACHE_HOME/tightsim/peers/pybullet; the peg as its mesh's
+    of the bore at any setting tried: docs/peers.md), loaded as one multi-object OBJ -- which
+    PyBullet turns into a compound of convex hulls -- written under
+    $XDG_CACHE_HOME/tightsim/peers/pybullet; the peg as its mesh's
     convex hull (exact: the peg is convex); docking's plate as a box and four capsules;
   * contact.  Rigid velocity-level constraints solved by sequential impulses (projected
     Gauss-Seidel, ``numSolverIterations`` 50, Bullet's default), penetration removed by
