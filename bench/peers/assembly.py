@@ -76,6 +76,7 @@ class Setup:
         from sim_core import config as config_mod
         from sim_core.paths import scenario_path
         from sim_core.scenarios import scenario
+        from sim_core.scenarios.common import drive_gains
         check_task(task)
         self.task = task
         self.src = str(scenario_path(task))
@@ -89,9 +90,7 @@ class Setup:
         self.friction = float(cfg["contact"]["friction"])
         self.duration = float(cfg["scenario"]["duration"])
         self.config_dt = float(cfg["scenario"]["dt"])
-        K = np.array([*cfg["drive"]["stiffness_linear"], *cfg["drive"]["stiffness_angular"]])
-        D = np.array([*cfg["drive"]["damping_linear"], *cfg["drive"]["damping_angular"]])
-        self.drive = Drive(K, D, self.mass, self.inertia)
+        self.drive = Drive(*drive_gains(cfg), self.mass, self.inertia)
 
     def meshes(self) -> dict:
         """{"static": TriMesh, "moving": TriMesh} in their part frames (m)."""
