@@ -1,7 +1,9 @@
-"""Other engines' bouncing ball (seed 001 Sec. 4.2), for `bench/max_step.py`.
+"""Other engines' bouncing ball (seed 001 Sec. 4.2), for `bench/max_step.py`, and the assembly
+tasks in MuJoCo and PyBullet, for `bench/peers/compare.py` (``assembly``, ``assembly_mujoco``,
+``assembly_pybullet``, ``nut_pieces``).
 
-Each module offers ``drop(dt, duration) -> dict(t, z, vz)`` for the same ball and imports its
-engine lazily, so this package imports without the optional ``[peers]`` extra installed.
+Each ball module offers ``drop(dt, duration) -> dict(t, z, vz)`` for the same ball; every module
+imports its engine lazily, so this package imports without the optional ``[peers]`` extra.
 """
 from __future__ import annotations
 
