@@ -55,7 +55,8 @@ _WAYPOINT = {
 SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
-        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding"),
+        "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding",
+                                       "cable_winding"),
                       doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
@@ -242,13 +243,30 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                                   "nu > -1 (seed 002's identified 0.5012 included)"),
         "damping": Field("float", 0.0, lo=0.0, hi=1.0, unit="s",
                          doc="stiffness-proportional damping of the joints: D = damping * K"),
-        "twist_inertia": Field("float", 1.0, gt=0.0, hi=1e6,
+        "twist_inertia": Field("float", 1.0, lo=0.0, hi=1e6,
                                doc="factor on the links' inertia about their own axis: > 1 lets the step "
-                                   "resolve the twist (cable.resolved_twist_inertia; docs/cable.md)"),
+                                   "resolve the twist; 0: the factor that resolves it at the scenario's links "
+                                   "and step (cable.resolved_twist_inertia; docs/cable.md)"),
         "friction_kappa": Field("float", 1.296, lo=0.0, hi=10.0,
                                 doc="kappa of seed 002 eq. (8), |lambda_t| <= kappa |lambda_n|^N (seed: 1.296)"),
         "friction_exponent": Field("float", 0.7616, gt=0.0, hi=2.0,
                                    doc="N of seed 002 eq. (8) (seed: 0.7616; 1 is Coulomb's law)"),
+    },
+    "winding": {
+        "drum_radius": Field("float", 0.02, gt=0.0, hi=0.5, unit="m", doc="the fixed drum's radius (axis world z)"),
+        "drum_length": Field("float", 0.08, gt=0.0, hi=1.0, unit="m", doc="the drum's length along its axis"),
+        "drum_centre": Field("vec3", (0.05, 0.0, 0.05), lo=-REACH, hi=REACH, unit="m",
+                             doc="the drum's axis point at the clamp's height (world)"),
+        "pitch": Field("float", 0.008, gt=0.0, hi=0.1, unit="m", doc="the helix's rise per turn (at least the "
+                                                                    "cable's diameter)"),
+        "start_turns": Field("float", 1.5, lo=0.0, hi=20.0, doc="turns wound at the start"),
+        "turns": Field("float", 1.0, lo=0.0, hi=20.0, doc="turns the arm winds"),
+        "stretch": Field("float", 0.01, lo=0.0, hi=0.2, doc="the cable's stretch the arm keeps (strain)"),
+        "settle": Field("float", 0.3, lo=0.0, hi=60.0, unit="s", doc="held still before winding"),
+        "wind_time": Field("float", 10.0, gt=0.0, hi=600.0, unit="s", doc="the winding's length"),
+        "tension_gain": Field("float", 0.03, lo=0.0, hi=1.0, unit="m/(N s)",
+                              doc="the held end's free span lengthens by this per newton of missing tension "
+                                  "per second (integral; 0: the geometric path alone)"),
     },
     "start": {
         "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),
@@ -381,6 +399,9 @@ def validate(raw: dict, src: str) -> dict:
                 raise ConfigError(f"{k}: unknown key (known: {', '.join([*SCHEMA, *ARRAYS, 'materials', 'pairs'])})")
         cfg = {sec: _check_table(sec, schema, raw.get(sec, {})) for sec, schema in SCHEMA.items()}
         _check_law("contact.law", cfg["contact"]["law"])
+        if cfg["scenario"]["task"] == "cable_winding" and cfg["contact"]["subsystems"] > cfg["cable"]["links"]:
+            raise ConfigError(f"contact.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
+                              f"got {cfg['contact']['subsystems']}")
         mats = raw.get("materials", {})
         if not isinstance(mats, dict):
             raise ConfigError(f"materials: expected tables [materials.NAME], got {type(mats).__name__}")

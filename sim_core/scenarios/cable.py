@@ -39,7 +39,7 @@ left alone: there the links' translations carry the inertia that matters.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -171,12 +171,19 @@ def resolved_twist_inertia(spec: CableSpec, n_links: int, dt: float, omega_t: fl
     return max(1.0, need / (m * r * r / 2))
 
 
-def from_config(cfg: dict, **kw) -> tuple[Model, State]:
-    """``build`` from a validated config's [cable] section (``config.validate``)."""
+def spec_from_config(cfg: dict) -> CableSpec:
+    """The CableSpec of a validated config's [cable] section; twist_inertia 0 is
+    ``resolved_twist_inertia`` at its links and [scenario] dt."""
     c = cfg["cable"]
     spec = CableSpec(radius=c["radius"], length=c["length"], density=c["density"], E=c["E"], nu=c["nu"],
-                     damping=c["damping"], twist_inertia=c["twist_inertia"])
-    return build(c["links"], spec, **kw)
+                     damping=c["damping"])
+    twist = c["twist_inertia"] or resolved_twist_inertia(spec, c["links"], cfg["scenario"]["dt"])
+    return replace(spec, twist_inertia=twist)
+
+
+def from_config(cfg: dict, **kw) -> tuple[Model, State]:
+    """``build`` from a validated config's [cable] section (``config.validate``)."""
+    return build(cfg["cable"]["links"], spec_from_config(cfg), **kw)
 
 
 # ---- statics against rod theory -----------------------------------------------------------------

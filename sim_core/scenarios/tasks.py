@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.scenarios import bouncing_ball, docking, grinding, mesh_parts
+from sim_core.scenarios import bouncing_ball, cable_winding, docking, grinding, mesh_parts
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,9 @@ TASKS: dict[str, Task] = {
     "bouncing_ball": Task(build=bouncing_ball.build, dims=bouncing_ball.dims, figures=bouncing_ball.figures,
                           meshes=bouncing_ball.meshes, line=bouncing_ball.task_line,
                           numbers=bouncing_ball.hud_numbers, hud=bouncing_ball.hud, code=5.0),
+    "cable_winding": Task(build=cable_winding.build, dims=cable_winding.dims, figures=cable_winding.figures,
+                          meshes=cable_winding.meshes, control=cable_winding.control, line=cable_winding.task_line,
+                          numbers=cable_winding.hud_numbers, hud=cable_winding.hud, code=6.0),
 }
 
 

@@ -4,6 +4,7 @@ maps exact over a step, Newton's derivative, the world-axes path untouched, the 
 energy of the free cable, and the bad values' one-line errors."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -307,6 +308,17 @@ def test_bad_config_values_name_file_and_key(tmp_path, body, msg):
     with pytest.raises(config.ConfigError) as e:
         config.load(f)
     assert str(e.value) == f"{f}: {msg}"
+
+
+def test_more_subsystems_than_links_is_one_line(tmp_path):
+    """The winding's [contact] subsystems (seed 002's n_s) cannot exceed its [cable] links."""
+    f = tmp_path / "bad.toml"
+    text = (ROOT / "config" / "cable_winding.toml").read_text()
+    text = re.sub(r"(?m)^links = \d+", "links = 10", text).replace("subsystems = 8 ", "subsystems = 11 ")
+    f.write_text(text)
+    with pytest.raises(config.ConfigError) as e:
+        config.load(f)
+    assert str(e.value) == f"{f}: contact.subsystems: must be <= cable.links (10), got 11"
 
 
 def test_config_accepts_the_seed_cable_and_builds_it(tmp_path):
