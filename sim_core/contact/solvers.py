@@ -128,7 +128,8 @@ def solve_pgs(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt
     else:
         lam, V, sweeps = solver_pgs.pgs_law(G, A_inv, V_free, V_prev, contacts.d, dt, mu, nexp, beta,
                                             params.pgs_iterations, params.pgs_tolerance, np.zeros((m, 3)))
-    return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), sweeps)
+    return Solution(V, lam, np.einsum("mij,mj->mi", Cf, lam), solver_pgs.contact_wrench(G, lam), sweeps,
+                    capped=sweeps >= params.pgs_iterations)
 
 
 def solve_pgs_subspace(params: ContactParams, contacts: Contacts, G, Cf, A, b, V_prev, dt: float,

@@ -705,3 +705,37 @@ def test_grinding_session_frame_draws_the_workpiece_and_the_grinder(window, gl):
     for where in (np.array([0.06, 0.0, 0.0]), st.p_w[0]):          # the bar's top; the grinder's COM
         px = _patch(img, window.camera.project(where), half=2)
         assert np.abs(px - _bg(window)).max(axis=1).mean() > 30, where
+
+
+def test_cable_winding_session_frame_draws_the_drum_and_the_cable(window, gl):
+    """The winding task's meshes (``tasks.TASKS["cable_winding"].meshes``: the drum and a capsule
+    per link) drawn from a physics snapshot as the session's render body draws it: the drum,
+    a wound link on it and a link of the free span are drawn (every body of the snapshot is)."""
+    pytest.importorskip("pinocchio")
+    from app.loops import RateStats
+    from app.physics_loop import snapshot_array
+    from app.view.session import snapshot as session_snapshot
+    from app.view.session import view_world
+    from sim_core.io.records import PROXY
+    from sim_core.scenarios import scenario, tasks
+    from sim_core.step import step
+    model, state, cfg = scenario.load("cable_winding")
+    meshes = tasks.TASKS["cable_winding"].meshes(cfg)
+    for name, m in meshes.items():
+        window.add_mesh(name, m.vertices, m.faces)
+    loop = scenario.record(cfg).control.start()
+    st, info = step(model, state, loop.inputs(model, state, model.dt))
+    sv = snapshot_array(st, info, RateStats(window=10), 0)
+    pv = PROXY.pack(t=0.0, p=st.p_w[-1], R=st.R_wb[-1], V=np.zeros(6))
+    snap = session_snapshot(sv, pv, view_world(model), 60.0, None)
+    names = [p[0] for p in snap.parts]
+    assert "drum" in names and all(f"link{i}" in names for i in range(model.n_bodies))
+    window.auto_fit = False
+    window.camera.fit(np.array([0.12, 0.0, 0.06]), 0.25)
+    window.draw(snap)
+    img = window.screenshot()
+    window.auto_fit = True
+    drum_face = np.array(cfg["winding"]["drum_centre"]) + np.array([0.0, -cfg["winding"]["drum_radius"], 0.02])
+    for where in (drum_face, st.p_w[5], st.p_w[35]):           # the drum, a wound link, the free span
+        px = _patch(img, window.camera.project(where), half=1)
+        assert np.abs(px - _bg(window)).max(axis=1).mean() > 30, where
