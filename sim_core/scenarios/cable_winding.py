@@ -240,6 +240,7 @@ class WindingLoop:
         self.sweeps: list = []      # the solve's iterations
         self.capped: list = []      # whether the solve stopped at its cap (``StepInfo.capped``)
         self.extra = 0.0            # m, the free span's length added by the tension loop
+        self.by_hand = False        # the session's hand drives the held end (``hand``)
 
     def set_pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         w, n = self.spec.w, self.spec.n
@@ -261,14 +262,16 @@ class WindingLoop:
         return Inputs(P, Rs, V, W)
 
     def hand(self, model: Model, state: State, inp: Inputs, dt: float) -> Inputs:
-        """By hand: the proxy's set pose as it is (the hand winds)."""
+        """By hand: the proxy's set pose as it is (the hand winds; no path, no tension loop)."""
+        self.model = model
+        self.by_hand = True
         return inp
 
     def measure(self, state: State, info) -> None:
         self.t.append(state.t)
         self.tip_force.append(tip_force(self.model, state))
         w = self.spec.w
-        if w.tension_gain > 0.0:        # the tension loop (module docstring)
+        if w.tension_gain > 0.0 and not self.by_hand:     # the tension loop (module docstring)
             missing = self.spec.tension - float(np.linalg.norm(self.tip_force[-1]))
             dt = state.t - (self.t[-2] if len(self.t) > 1 else 0.0)
             self.extra += w.tension_gain * missing * dt
