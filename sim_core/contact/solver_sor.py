@@ -315,6 +315,8 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
     Mw = np.empty((n, n))
     sP = np.empty(n)
     dV = np.zeros(n)
+    D = np.empty((k, k))                       # D = R C^T, its entries computed as needed
+    have = np.zeros((k, k), np.bool_)
     ok = False
     for _ in range(additions):
         jbest, wbest = -1, tol                 # the most violated row outside the set
@@ -344,10 +346,14 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
                     np_ += 1
             for t in range(np_):               # D_PP = R_P C_P^T, c_P
                 for u in range(np_):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += R[P[t], j] * C[P[u], j]
-                    Mw[t, u] = acc
+                    a, b = P[t], P[u]
+                    if not have[a, b]:         # each entry once per call: a set that grows to
+                        acc = 0.0              # k rows refactorizes k times, not recomputes
+                        for j in range(n):
+                            acc += R[a, j] * C[b, j]
+                        D[a, b] = acc
+                        have[a, b] = True
+                    Mw[t, u] = D[a, b]
                 sP[t] = c[P[t]]
             if not _gauss(Mw, sP, np_):        # the new row depends on the set: out
                 inP[jbest] = False

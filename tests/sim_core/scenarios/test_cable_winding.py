@@ -20,8 +20,8 @@ SETTLE_TENSION = 0.2
 # 0.2 s; the start, the free span relaxed to statics with the coil held, kicks the departing
 # link to 33 rad/s in the first step)
 SETTLE_RATE = 20.0
-# the whole winding (measured, 40 links: pitch 7.65 mm of 8, tip force 0.561 N of 0.558, max
-# penetration 112 um over 1100 steps)
+# the whole winding (measured, 40 links: pitch 7.78 mm of 8, tip force 0.56 N of 0.558, max
+# penetration 102 um over 1100 steps)
 RUN_TENSION = 0.1          # relative, the tip force at the end against E A eps
 RUN_PENETRATION = 0.2e-3   # m, the largest penetration of the run
 
