@@ -164,11 +164,9 @@ def resolved_twist_inertia(spec: CableSpec, n_links: int, dt: float, omega_t: fl
     """The ``CableSpec.twist_inertia`` factor that puts a link's alternating twist between its
     neighbours, omega = sqrt(4 G J / L / I_x), at omega dt = omega_t (never below 1): I_x =
     4 (G J / L) dt^2 / omega_t^2 against the cylinder's m r^2 / 2."""
-    L = spec.length / check_links(n_links)
-    r = spec.radius
-    m = spec.density * math.pi * r * r * L
+    cylinder = link_body(replace(spec, twist_inertia=1.0), spec.length / check_links(n_links), "link")
     need = 4.0 * spec.gains(n_links)[3] * dt * dt / (omega_t * omega_t)
-    return max(1.0, need / (m * r * r / 2))
+    return max(1.0, need / cylinder.inertia_b[0, 0])
 
 
 def spec_from_config(cfg: dict) -> CableSpec:
