@@ -174,9 +174,9 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     theta = None                   # (B,3) rad, the bodies' turns over the step: what a subsystem solver
     if cp is None or len(cp) == 0:  # needs to take a cut coupling's terms out (island_solvers)
         A_ab = _NO_COUPLINGS
-    elif model.contact.island_solver in island_solvers.NEEDS_TURNS:   # the same terms as apply finds
-        theta = couplings.turns(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
-        A_ab = couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b, theta)[0]
+    elif model.contact.island_solver in island_solvers.NEEDS_TURNS:   # the terms apply adds, and the turns
+        theta, _, (blk.A[...], blk.b[...], A_ab, _) = couplings.turns(cp, state.p_w, state.R_wb, state.V, dt,
+                                                                      blk.A, blk.b)
     else:
         A_ab = couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
     folds = [s.fold(model, state, sub, inp, dt, prep, blk)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -110,13 +111,33 @@ def subset(cp, rows):
     return type(cp)(**kw)
 
 
-def partition(k: int, n_s: int, body, other) -> np.ndarray:
-    """(k,) the subsystem of each local body: n_s runs of consecutive bodies (as even as
-    np.array_split makes them), runs joined by a contact between two of their bodies merged
-    into one (seed 002 Sec. IV-D.2, the adaptive binding: a self-contact across subsystems
-    would couple them outside the cut couplings), numbered from 0."""
+# The cost of a body in a subsystem, in contacts (``partition``, split "balanced"): a link's block
+# against its contacts' rows.  Measured on the 160-link winding (8 subsystems, Solver 3, 100
+# steps): 0.25 -> 78 iterations a step (the free cable's one run hit the cap); 1 -> 38, solve
+# 4.3 ms; 3 -> 33, 4.4 ms; equal links (the seed's runs) -> 48, 5.8 ms.
+LINK_WEIGHT = 1.0
+SPLITS = ("balanced", "links")
+
+
+def partition(k: int, n_s: int, body, other, split: str = "links") -> np.ndarray:
+    """(k,) the subsystem of each local body: n_s runs of consecutive bodies, runs joined by a
+    contact between two of their bodies merged into one (seed 002 Sec. IV-D.2, the adaptive
+    binding: a self-contact across subsystems would couple them outside the cut couplings),
+    numbered from 0.  `split` "links": runs as even as np.array_split makes them (the seed's);
+    "balanced": runs of about the same LINK_WEIGHT per body + contacts on it (a sweep costs
+    (3 m_s)^2 and the winding's contacts sit on half of the cable: with equal runs, four of
+    eight subsystems held all 241 contacts), at least one body each."""
     n_s = max(1, min(int(n_s), k))
-    run = np.repeat(np.arange(n_s), [len(x) for x in np.array_split(np.arange(k), n_s)])
+    if split == "balanced":
+        w = LINK_WEIGHT + np.bincount(body, minlength=k)[:k] + np.bincount(other[other >= 0], minlength=k)[:k]
+        mid = np.cumsum(w) - 0.5 * w               # each body's weight centre, in (0, total)
+        run = np.minimum((mid * n_s / mid[-1] if k > 1 else np.zeros(k)).astype(np.int64), n_s - 1)
+        run = np.unique(run, return_inverse=True)[1].reshape(k)   # no empty runs
+        n_s = int(run.max()) + 1
+    elif split == "links":
+        run = np.repeat(np.arange(n_s), [len(x) for x in np.array_split(np.arange(k), n_s)])
+    else:
+        raise ValueError(f"subsystem split {split!r}: expected one of {', '.join(SPLITS)}")
     keep = np.ones(max(n_s - 1, 0), bool)          # keep[j]: runs j and j+1 stay apart
     both = other >= 0
     for lo, hi in zip(np.minimum(run[body[both]], run[other[both]]), np.maximum(run[body[both]], run[other[both]])):
@@ -125,41 +146,65 @@ def partition(k: int, n_s: int, body, other) -> np.ndarray:
 
 
 @njit(cache=True)
-def _sweep(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, bn, mu, nexp, lam, F):
-    """One projected Gauss-Seidel sweep over subsystem s's contacts (eq. (15)) with the cut
-    forces F held: u = u_free + W lambda - E F_ends, each contact's normal row, then its
-    tangential 2x2 block projected onto the disk of ``solver_pgs.friction_limit``."""
+def _residual(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, lam, F, u):
+    """u_s = u_free,s + W_s lambda_s - E_s F_ends: subsystem s's contact velocities (eq. (15))
+    with the cut forces F held, into its slice of u (3m,)."""
     c0, ms = c_off[s], c_off[s + 1] - c_off[s]
-    if ms == 0:
-        return
     n3 = 3 * ms
     e0, ne = end_off[s], end_off[s + 1] - end_off[s]
     Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
     Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
-    u = ufree[3 * c0:3 * c0 + n3].copy()
     for r in range(n3):
-        acc = 0.0
+        acc = ufree[3 * c0 + r]
         for q in range(ms):
             for j in range(3):
                 acc += Ws[r, 3 * q + j] * lam[c0 + q, j]
         for e in range(ne):
             for j in range(6):
                 acc -= Es[r, 6 * e + j] * F[end_cut[e0 + e], j]
-        u[r] += acc
-    old = np.empty(3)
+        u[3 * c0 + r] = acc
+
+
+@njit(cache=True)
+def _shift(s, c_off, e_off, end_off, end_cut, E, dF, u):
+    """u_s -= E_s dF_ends: the cut forces moved by dF (nc,6) since u_s was formed."""
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    n3 = 3 * ms
+    e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+    Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
+    for r in range(n3):
+        acc = 0.0
+        for e in range(ne):
+            for j in range(6):
+                acc += Es[r, 6 * e + j] * dF[end_cut[e0 + e], j]
+        u[3 * c0 + r] -= acc
+
+
+@njit(cache=True)
+def _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u):
+    """One projected Gauss-Seidel sweep over subsystem s's contacts (eq. (15)) with the cut
+    forces held: each contact's normal row, then its tangential 2x2 block projected onto the
+    disk of ``solver_pgs.friction_limit``.  u (its slice, ``_residual``) follows every change
+    of lambda, so a sweep costs one pass over W_s, not two; it reads W_s's columns as the
+    rows of Wt_s (``_transpose``: W_s is not symmetric -- A is not -- and a column of a
+    row-major 180 x 180 block is a cache miss per entry)."""
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    n3 = 3 * ms
+    Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+    Wts = Wt[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+    u0 = 3 * c0
     for i in range(ms):
         ci = c0 + i
-        for j in range(3):
-            old[j] = lam[ci, j]
         r0 = 3 * i
-        ln = max(0.0, lam[ci, 0] - (u[r0] - bn[ci]) / Ws[r0, r0])
-        dn = ln - lam[ci, 0]
-        u1 = u[r0 + 1] + Ws[r0 + 1, r0] * dn
-        u2 = u[r0 + 2] + Ws[r0 + 2, r0] * dn
+        l0, l1, l2 = lam[ci, 0], lam[ci, 1], lam[ci, 2]
+        ln = max(0.0, l0 - (u[u0 + r0] - bn[ci]) / Ws[r0, r0])
+        dn = ln - l0
+        u1 = u[u0 + r0 + 1] + Ws[r0 + 1, r0] * dn
+        u2 = u[u0 + r0 + 2] + Ws[r0 + 2, r0] * dn
         a, bb, c, e = Ws[r0 + 1, r0 + 1], Ws[r0 + 1, r0 + 2], Ws[r0 + 2, r0 + 1], Ws[r0 + 2, r0 + 2]
         det = a * e - bb * c
-        t1 = lam[ci, 1] - (e * u1 - bb * u2) / det
-        t2 = lam[ci, 2] - (-c * u1 + a * u2) / det
+        t1 = l1 - (e * u1 - bb * u2) / det
+        t2 = l2 - (-c * u1 + a * u2) / det
         lim = solver_pgs.friction_limit(mu[ci], nexp[ci], ln)
         nt = np.sqrt(t1 * t1 + t2 * t2)
         if nt > lim:
@@ -167,11 +212,21 @@ def _sweep(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, bn, mu, nexp, 
             t1 *= sc
             t2 *= sc
         lam[ci, 0], lam[ci, 1], lam[ci, 2] = ln, t1, t2
-        for j in range(3):
-            d = lam[ci, j] - old[j]
-            if d != 0.0:
-                for r in range(n3):
-                    u[r] += Ws[r, r0 + j] * d
+        d0, d1, d2 = ln - l0, t1 - l1, t2 - l2
+        if d0 != 0.0 or d1 != 0.0 or d2 != 0.0:
+            for r in range(n3):
+                u[u0 + r] += Wts[r0, r] * d0 + Wts[r0 + 1, r] * d1 + Wts[r0 + 2, r] * d2
+
+
+@njit(cache=True)
+def _transpose(s, c_off, w_off, W, Wt):
+    """Wt_s = W_s^T, subsystem s's block of the same layout."""
+    n3 = 3 * (c_off[s + 1] - c_off[s])
+    Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+    Wts = Wt[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+    for r in range(n3):
+        for q in range(n3):
+            Wts[q, r] = Ws[r, q]
 
 
 @njit(cache=True)
@@ -190,14 +245,37 @@ def _ends(s, c_off, end_off, e_off, R, lam, y):
             y[e0 + e, r] = acc
 
 
+def thread_bins(c_off, threads: int) -> np.ndarray:
+    """(threads, L) the subsystems each thread sweeps (-1 pads), dealt largest first to the
+    least loaded thread (a sweep costs ~(3 m_s)^2).  The contacts sit where the cable touches:
+    on the winding, 4 of 8 equal runs of links hold them all, and numba's static split of
+    ``prange(ns)`` gave one thread all four (2 threads ran 0.92x as fast as 1).  The result
+    does not depend on the bins: within an iteration the subsystems are independent."""
+    ns = len(c_off) - 1
+    cost = (3.0 * np.diff(c_off)) ** 2 + 1.0
+    threads = max(1, min(int(threads), ns))
+    load = np.zeros(threads)
+    got: list[list[int]] = [[] for _ in range(threads)]
+    for s in np.argsort(-cost, kind="stable"):
+        t = int(np.argmin(load))
+        got[t].append(int(s))
+        load[t] += cost[s]
+    bins = np.full((threads, max(1, max(len(g) for g in got))), -1, np.int64)
+    for t, g in enumerate(got):
+        bins[t, :len(g)] = g
+    return bins
+
+
 @njit(cache=True, parallel=True)
 def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
-            iterations, tol, regulated, xi, alpha):
+            iterations, tol, regulated, xi, alpha, bins):
     """Algorithm 1's contact loop (lines 11-22): per iteration l, one PGS sweep per subsystem
-    in parallel (``_sweep``, eq. (15)), the post-regulation (eq. (16), `regulated`), one block
-    Gauss-Seidel sweep on the cut forces (eq. (13)); until no cut force and no contact force
-    changes by more than `tol` (N) or `iterations` passes.  Returns (lambda (m,3), F (nc,6),
-    passes, capped)."""
+    in parallel (``_sweep``, eq. (15); the threads take the subsystems of ``thread_bins``),
+    the post-regulation (eq. (16), `regulated`), one block Gauss-Seidel sweep on the cut
+    forces (eq. (13)); until no cut force and no contact force changes by more than `tol` (N)
+    or `iterations` passes.  The contact velocities u are kept, not re-formed: each sweep
+    updates them with its lambda, each cut force update shifts them (``_shift``).  Returns
+    (lambda (m,3), F (nc,6), passes, capped)."""
     ns = c_off.shape[0] - 1
     nc = S_inv.shape[0]
     n_end = end_cut.shape[0]
@@ -206,16 +284,32 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
     lam_old = lam.copy()
     y = np.zeros((n_end, 6))
     y_old = np.zeros((n_end, 6))
-    for s in range(ns):
-        _ends(s, c_off, end_off, e_off, R, lam, y_old)
+    u = np.empty(ufree.shape[0])
+    Wt = np.empty_like(W)
+    for t in prange(bins.shape[0]):
+        for j in range(bins.shape[1]):
+            s = bins[t, j]
+            if s < 0:
+                break
+            _transpose(s, c_off, w_off, W, Wt)
+            _ends(s, c_off, end_off, e_off, R, lam, y_old)
+            _residual(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, lam, F, u)
+    u_old = u.copy()
+    dFk = np.zeros((nc, 6))
     rhs = np.empty((nc, 6))
     passes = 0
     for it in range(iterations):
         passes = it + 1
         lam_old[:, :] = lam
-        for s in prange(ns):                       # Algorithm 1 lines 14-16: in parallel
-            _sweep(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, bn, mu, nexp, lam, F)
-            _ends(s, c_off, end_off, e_off, R, lam, y)
+        if regulated:
+            u_old[:] = u
+        for t in prange(bins.shape[0]):            # Algorithm 1 lines 14-16: in parallel
+            for j in range(bins.shape[1]):
+                s = bins[t, j]
+                if s < 0:
+                    break
+                _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u)
+                _ends(s, c_off, end_off, e_off, R, lam, y)
         if regulated:                              # eq. (16), in force units: undo the sweep if
             dC = np.zeros((nc, 6))                 # max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| >= xi alpha^l
             for e in range(n_end):
@@ -231,6 +325,7 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
             if big >= xi * alpha ** passes:
                 lam[:, :] = lam_old
                 y[:, :] = y_old
+                u[:] = u_old
         for k in range(nc):
             for r in range(6):
                 rhs[k, r] = U[k, r]
@@ -249,8 +344,11 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
                 v = 0.0
                 for q in range(6):
                     v += S_inv[k, p, q] * r[q]
+                dFk[k, p] = v - F[k, p]
                 dF = max(dF, abs(v - F[k, p]))
                 F[k, p] = v
+        for s in range(ns):                        # the contacts see the new cut forces
+            _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
         dl = 0.0
         for i in range(lam.shape[0]):
             for j in range(3):
@@ -303,7 +401,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         raise ValueError(f"island solver {name!r}: needs the step's turns (step.solve(..., theta))")
     k, m = g.size, len(sub)
     body, other = sub.bodies(), sub.others()
-    label = partition(k, p.subsystems, body, other)
+    label = partition(k, p.subsystems, body, other, p.subsystem_split)
     ns = int(label.max()) + 1
     cut = np.flatnonzero(label[a] != label[b])
     nc = cut.size
@@ -397,12 +495,13 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         lam_s, F, passes, capped = iterate(
             c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
             bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
-            p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha)
+            p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha,
+            thread_bins(c_off, numba.get_num_threads()))
         lam[by] = lam_s
     V = recover(lam[by], F)
     gen = np.zeros(6 * k)
     if m:
-        gen = np.einsum("ijr,r->ij", blocktree.scatter(Gb, Go, body, other, k), lam.ravel()).ravel()
+        gen = blocktree.spread(Gb, Go, body, other, lam, k).ravel()
     forces = np.einsum("mij,mj->mi", Cf, lam)
     sol = Solution(V.ravel(), lam, forces, gen, int(passes), capped=bool(capped), cut=F_by_coupling(len(kc), cut, F))
     return sol, V.ravel(), gen

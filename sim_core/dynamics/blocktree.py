@@ -260,6 +260,21 @@ def scatter(Gb, Go, body, other, k):
 
 
 @njit(cache=True)
+def spread(Gb, Go, body, other, lam, k):
+    """G^T lambda (k,6): the contacts' forces lambda (m,3) as generalized forces on the blocks
+    (``scatter``'s columns summed with their weights, without forming the (k,6,3m) array)."""
+    out = np.zeros((k, 6))
+    for c in range(Gb.shape[0]):
+        for i in range(3):
+            f = lam[c, i]
+            for j in range(6):
+                out[body[c], j] += Gb[c, i, j] * f
+                if other[c] >= 0:
+                    out[other[c], j] += Go[c, i, j] * f
+    return out
+
+
+@njit(cache=True)
 def gather(Gb, Go, body, other, X):
     """G X (3m, r) for block vectors X (k,6,r)."""
     m, r = Gb.shape[0], X.shape[2]

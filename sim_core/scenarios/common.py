@@ -29,6 +29,7 @@ def contact_params(c: dict) -> ContactParams:
                          sor_tolerance=c["sor_tolerance"], clustering=c["clustering"],
                          fallback_depth=c["fallback_depth"], speculative=c["speculative"], law=c["law"],
                          island_solver=c["island_solver"], subsystems=c["subsystems"],
+                         subsystem_split=c["subsystem_split"],
                          island_iterations=c["island_iterations"], island_tolerance=c["island_tolerance"],
                          regulation_xi=c["regulation_xi"], regulation_alpha=c["regulation_alpha"],
                          friction_exponent=c["friction_exponent"])

@@ -58,13 +58,14 @@ def test_dense_solver_1_equals_the_sparse_one(drape):
     assert _rel(b.V, a.V) <= DENSE_TOL and _rel(ib.forces_w, ia.forces_w) <= DENSE_TOL
 
 
+@pytest.mark.parametrize("split", island_solvers.SPLITS)
 @pytest.mark.parametrize("n_s", [4, 8])
 @pytest.mark.parametrize("name", ["subsystems", "subsystems_regulated"])
-def test_subsystem_solvers_find_solver_1s_solution(drape, name, n_s):
+def test_subsystem_solvers_find_solver_1s_solution(drape, name, n_s, split):
     model, st, inp = drape
     ref, iref = step_mod.step(model, st, inp, T)
     tight = _with(model, island_solver=name, subsystems=n_s, island_iterations=20_000, island_tolerance=1e-12,
-                  regulation_alpha=0.99)
+                  regulation_alpha=0.99, subsystem_split=split)
     got, info = step_mod.step(tight, st, inp, T)
     assert not info.capped and info.sweeps > 1
     assert _rel(got.V, ref.V) <= CONVERGED_TOL and _rel(info.forces_w, iref.forces_w) <= CONVERGED_TOL
@@ -101,6 +102,55 @@ def test_partition_binds_runs_joined_by_a_contact():
     assert island_solvers.partition(10, 4, body, other).tolist() == [0, 0, 0, 1, 1, 1, 1, 1, 2, 2]
     assert island_solvers.partition(10, 4, body[:1], other[:1]).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]
     assert island_solvers.partition(3, 8, body[:0], other[:0]).tolist() == [0, 1, 2]
+
+
+def test_balanced_partition_evens_links_plus_contacts():
+    """"balanced": 40 links with 60 contacts on links 0-9 and none beyond: the runs carry about
+    the same LINK_WEIGHT per link + contacts (the contacts' runs short, the free cable's long),
+    consecutive, none empty; without contacts it is the even split; a self-contact still binds."""
+    k, n_s = 40, 8
+    body = np.repeat(np.arange(10), 6)
+    other = np.full(body.size, -1)
+    label = island_solvers.partition(k, n_s, body, other, "balanced")
+    assert label[0] == 0 and np.all(np.diff(label) >= 0) and np.all(np.diff(label) <= 1)
+    assert label.max() + 1 == n_s
+    w = island_solvers.LINK_WEIGHT + np.bincount(body, minlength=k)
+    load = np.bincount(label, weights=w)
+    assert load.max() <= w.sum() / n_s + w.max()                 # no run more than one body over its share
+    assert np.flatnonzero(label == label[0]).size < np.flatnonzero(label == label[-1]).size
+    assert (island_solvers.partition(k, n_s, body[:0], other[:0], "balanced")
+            == island_solvers.partition(k, n_s, body[:0], other[:0], "links")).all()
+    tied = island_solvers.partition(k, n_s, np.array([0]), np.array([39]), "balanced")
+    assert tied.max() == 0                                       # a contact between the two ends: one run
+    with pytest.raises(ValueError, match="subsystem split 'even'"):
+        island_solvers.partition(k, n_s, body, other, "even")
+
+
+def test_subsystem_iteration_does_not_depend_on_the_threads(drape):
+    """The threads take whole subsystems (``thread_bins``) and within an iteration the
+    subsystems do not see each other: 1 or 2 threads, the same numbers bit for bit."""
+    import numba
+    model, st, inp = drape
+    m = _with(model, island_solver="subsystems_regulated", subsystems=8)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one, i1 = step_mod.step(m, st, inp, T)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two, i2 = step_mod.step(m, st, inp, T)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(one.V, two.V) and np.array_equal(i1.forces_w, i2.forces_w) and i1.sweeps == i2.sweeps
+
+
+def test_thread_bins_deal_the_largest_subsystems_first():
+    c_off = np.array([0, 60, 120, 180, 236, 241, 241, 241, 241])     # the winding's contacts, equal runs
+    bins = island_solvers.thread_bins(c_off, 2)
+    assert sorted(int(s) for s in bins.ravel() if s >= 0) == list(range(8))
+    cost = (3.0 * np.diff(c_off)) ** 2 + 1.0
+    loads = [cost[[s for s in row if s >= 0]].sum() for row in bins]
+    assert max(loads) / min(loads) < 1.1                         # the static split gave one thread all four
+    assert island_solvers.thread_bins(c_off, 1).shape[0] == 1
 
 
 @pytest.mark.slow
