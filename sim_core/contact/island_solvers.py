@@ -245,14 +245,15 @@ def _ends(s, c_off, end_off, e_off, R, lam, y):
             y[e0 + e, r] = acc
 
 
-def thread_bins(c_off, threads: int) -> np.ndarray:
-    """(threads, L) the subsystems each thread sweeps (-1 pads), dealt largest first to the
-    least loaded thread (a sweep costs ~(3 m_s)^2).  The contacts sit where the cable touches:
-    on the winding, 4 of 8 equal runs of links hold them all, and numba's static split of
-    ``prange(ns)`` gave one thread all four (2 threads ran 0.92x as fast as 1).  The result
-    does not depend on the bins: within an iteration the subsystems are independent."""
+def thread_bins(c_off, threads: int, cost=None) -> np.ndarray:
+    """(threads, L) the subsystems each thread takes (-1 pads), dealt largest first to the
+    least loaded thread; `cost` (ns,) what each costs (default: a contact sweep, ~(3 m_s)^2).
+    The contacts sit where the cable touches: on the winding, 4 of 8 equal runs of links held
+    them all, and numba's static split of ``prange(ns)`` gave one thread all four (2 threads
+    ran 0.92x as fast as 1).  No result depends on the bins: the subsystems' work is
+    independent."""
     ns = len(c_off) - 1
-    cost = (3.0 * np.diff(c_off)) ** 2 + 1.0
+    cost = (3.0 * np.diff(c_off)) ** 2 + 1.0 if cost is None else np.asarray(cost, float)
     threads = max(1, min(int(threads), ns))
     load = np.zeros(threads)
     got: list[list[int]] = [[] for _ in range(threads)]
@@ -266,6 +267,19 @@ def thread_bins(c_off, threads: int) -> np.ndarray:
     return bins
 
 
+@njit(cache=True)
+def _copy1(src, dst):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True)
+def _copy2(src, dst):
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] = src[i, j]
+
+
 @njit(cache=True, parallel=True)
 def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
             iterations, tol, regulated, xi, alpha, bins):
@@ -274,18 +288,22 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
     the post-regulation (eq. (16), `regulated`), one block Gauss-Seidel sweep on the cut
     forces (eq. (13)); until no cut force and no contact force changes by more than `tol` (N)
     or `iterations` passes.  The contact velocities u are kept, not re-formed: each sweep
-    updates them with its lambda, each cut force update shifts them (``_shift``).  Returns
+    updates them with its lambda, and each subsystem's thread first shifts them by the last
+    cut force update (``_shift``).  Returns
     (lambda (m,3), F (nc,6), passes, capped)."""
     ns = c_off.shape[0] - 1
     nc = S_inv.shape[0]
     n_end = end_cut.shape[0]
+    # No array expressions below: numba makes each one a parallel region of its own, with a
+    # barrier (4 a pass, as costly as the sweeps they surrounded); plain loops stay serial.
     lam = lam0.copy()
     F = F0.copy()
     lam_old = lam.copy()
-    y = np.zeros((n_end, 6))
-    y_old = np.zeros((n_end, 6))
+    y = np.empty((n_end, 6))
+    y_old = np.empty((n_end, 6))
     u = np.empty(ufree.shape[0])
-    Wt = np.empty_like(W)
+    Wt = np.empty(W.shape[0])
+    dC = np.empty((nc, 6))
     for t in prange(bins.shape[0]):
         for j in range(bins.shape[1]):
             s = bins[t, j]
@@ -295,23 +313,31 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
             _ends(s, c_off, end_off, e_off, R, lam, y_old)
             _residual(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, lam, F, u)
     u_old = u.copy()
-    dFk = np.zeros((nc, 6))
+    dFk = np.empty((nc, 6))
+    for k in range(nc):
+        for r in range(6):
+            dFk[k, r] = 0.0
     rhs = np.empty((nc, 6))
+    rk = np.empty(6)
     passes = 0
     for it in range(iterations):
         passes = it + 1
-        lam_old[:, :] = lam
+        _copy2(lam, lam_old)
         if regulated:
-            u_old[:] = u
+            _copy1(u, u_old)
         for t in prange(bins.shape[0]):            # Algorithm 1 lines 14-16: in parallel
             for j in range(bins.shape[1]):
                 s = bins[t, j]
                 if s < 0:
                     break
+                if it > 0:                         # the contacts see the last iteration's cut forces
+                    _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
                 _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u)
                 _ends(s, c_off, end_off, e_off, R, lam, y)
         if regulated:                              # eq. (16), in force units: undo the sweep if
-            dC = np.zeros((nc, 6))                 # max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| >= xi alpha^l
+            for k in range(nc):                    # max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| >= xi alpha^l
+                for r in range(6):
+                    dC[k, r] = 0.0
             for e in range(n_end):
                 for r in range(6):
                     dC[end_cut[e], r] += y[e, r] - y_old[e, r]
@@ -323,9 +349,11 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
                         v += S_inv[k, p, q] * dC[k, q]
                     big = max(big, abs(v))
             if big >= xi * alpha ** passes:
-                lam[:, :] = lam_old
-                y[:, :] = y_old
-                u[:] = u_old
+                _copy2(lam_old, lam)
+                _copy2(y_old, y)
+                _copy1(u_old, u)                   # (formed before the sweeps' shift: shift it again)
+                for s in range(ns):
+                    _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
         for k in range(nc):
             for r in range(6):
                 rhs[k, r] = U[k, r]
@@ -334,26 +362,25 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
                 rhs[end_cut[e], r] += y[e, r]
         dF = 0.0
         for k in range(nc):                        # eq. (13): block Gauss-Seidel, S_kk F_k = r_k - sum S_kj F_j
-            r = rhs[k].copy()
+            for p in range(6):
+                rk[p] = rhs[k, p]
             for j in range(nc):
                 if j != k:
                     for p in range(6):
                         for q in range(6):
-                            r[p] -= S[6 * k + p, 6 * j + q] * F[j, q]
+                            rk[p] -= S[6 * k + p, 6 * j + q] * F[j, q]
             for p in range(6):
                 v = 0.0
                 for q in range(6):
-                    v += S_inv[k, p, q] * r[q]
+                    v += S_inv[k, p, q] * rk[q]
                 dFk[k, p] = v - F[k, p]
                 dF = max(dF, abs(v - F[k, p]))
                 F[k, p] = v
-        for s in range(ns):                        # the contacts see the new cut forces
-            _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
         dl = 0.0
         for i in range(lam.shape[0]):
             for j in range(3):
                 dl = max(dl, abs(lam[i, j] - lam_old[i, j]))
-        y_old[:, :] = y
+        _copy2(y, y_old)
         if dF < tol and dl < tol:
             return lam, F, passes, False
     return lam, F, passes, True
@@ -572,32 +599,46 @@ def _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go,
 
 
 @njit(cache=True, parallel=True)
-def _prepare_all(ns, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body, end_M,
+def _prepare_all(bins, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body, end_M,
                  w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X):
-    for s in prange(ns):                           # Algorithm 1 lines 2-10: in parallel
-        _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body,
-                     end_M, w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+    for t in prange(bins.shape[0]):                # Algorithm 1 lines 2-10: in parallel
+        for j in range(bins.shape[1]):
+            s = bins[t, j]
+            if s < 0:
+                break
+            _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go, cb, co, end_off, end_body,
+                         end_M, w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
 
 
 @njit(cache=True, parallel=True)
-def _recover(ns, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
+def _recover(bins, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
     """Algorithm 1 line 23, in parallel: V_s = X_B + X_ct lambda_s - X_cp F_ends per subsystem."""
-    for s in prange(ns):
-        k0, ks = b_off[s], b_off[s + 1] - b_off[s]
-        c0, ms = c_off[s], c_off[s + 1] - c_off[s]
-        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
-        r = 1 + 3 * ms + 6 * ne
-        Xs = X[x_off[s]:x_off[s + 1]].reshape((ks, 6, r))
-        for i in range(ks):
-            for j in range(6):
-                v = Xs[i, j, 0]
-                for c in range(ms):
-                    for t in range(3):
-                        v += Xs[i, j, 1 + 3 * c + t] * lam[c0 + c, t]
-                for e in range(ne):
-                    for t in range(6):
-                        v -= Xs[i, j, 1 + 3 * ms + 6 * e + t] * F[end_cut[e0 + e], t]
-                V[k0 + i, j] = v
+    for t in prange(bins.shape[0]):
+        for j in range(bins.shape[1]):
+            s = bins[t, j]
+            if s < 0:
+                break
+            _recover_one(s, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V)
+
+
+@njit(cache=True)
+def _recover_one(s, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
+    """``_recover``'s subsystem s."""
+    k0, ks = b_off[s], b_off[s + 1] - b_off[s]
+    c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+    e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+    r = 1 + 3 * ms + 6 * ne
+    Xs = X[x_off[s]:x_off[s + 1]].reshape((ks, 6, r))
+    for i in range(ks):
+        for j in range(6):
+            v = Xs[i, j, 0]
+            for c in range(ms):
+                for t in range(3):
+                    v += Xs[i, j, 1 + 3 * c + t] * lam[c0 + c, t]
+            for e in range(ne):
+                for t in range(6):
+                    v -= Xs[i, j, 1 + 3 * ms + 6 * e + t] * F[end_cut[e0 + e], t]
+            V[k0 + i, j] = v
 
 
 def _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
@@ -612,13 +653,17 @@ def _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, 
     m = by.size
     W, E, R = np.zeros(w_off[-1]), np.zeros(e_off[-1]), np.zeros(e_off[-1])
     ufree, Q, q, X = np.zeros(3 * m), np.zeros(q_off[-1]), np.zeros((end_cut.size, 6)), np.zeros(x_off[-1])
-    _prepare_all(ns, b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), i_off, ia, ib, Aab, Aba, c_off,
+    ms, ks = np.diff(c_off), np.diff(b_off)
+    r = 1 + 3 * ms + 6 * np.diff(end_off)
+    threads = numba.get_num_threads()
+    bins = thread_bins(c_off, threads, ks * r + 3 * ms * r)
+    _prepare_all(bins, b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), i_off, ia, ib, Aab, Aba, c_off,
                  np.ascontiguousarray(Gb[by]), np.ascontiguousarray(Go[by]), cb, co, end_off, eb,
                  np.ascontiguousarray(end_M), w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
 
     def recover(lam_sorted, F):
         V = np.empty((A_loc.shape[0], 6))
-        _recover(ns, b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
+        _recover(thread_bins(c_off, threads, ks * r), b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
         return V
     return W, E, R, ufree, Q, q, q_off, recover
 
