@@ -36,7 +36,11 @@ from sim_core import step as step_mod  # noqa: E402
 from sim_core.paths import scenario_path  # noqa: E402
 from sim_core.scenarios import scenario  # noqa: E402
 
-SOLVERS = {"1 dense": "direct_dense", "1 sparse": "direct", "2": "subsystems", "3": "subsystems_regulated"}
+SOLVERS = {"1 dense": "direct_dense", "1 sparse": "direct", "2": "subsystems", "3": "subsystems_regulated",
+           "3 balanced": "subsystems_regulated"}
+# the runs' split of each row ([contact] subsystem_split): the seed's even runs of links, and
+# the runs balanced by links + contacts (faster; not in the seed's table)
+SPLIT = {"3 balanced": "balanced"}
 SEED_RATIO = {80: 14.9, 160: 40.6}      # seed 002 Table I: Solver 1 / Solver 3 average step time
 # The contact kernel of the direct rows: the seed's PGS, as its Solver 1 has it (Solvers 2 and 3
 # sweep their own PGS).  The shipped scene uses "pgs_subspace", which holds the coil where PGS
@@ -45,20 +49,21 @@ SEED_RATIO = {80: 14.9, 160: 40.6}      # seed 002 Table I: Solver 1 / Solver 3 
 KERNEL = "pgs"
 
 
-def world(links: int, solver: str, subsystems: int | None = None):
+def world(links: int, solver: str, subsystems: int | None = None, split: str = "links"):
     path = scenario_path("cable_winding")
     cfg = copy.deepcopy(config_mod.load(path))
     cfg["cable"]["links"] = links
     cfg["contact"]["island_solver"] = solver
     cfg["contact"]["solver"] = KERNEL
+    cfg["contact"]["subsystem_split"] = split
     if subsystems is not None:
         cfg["contact"]["subsystems"] = subsystems
     model, state = scenario.build(cfg, str(path))
     return model, state, scenario.record(cfg, str(path))
 
 
-def run(links: int, solver: str, steps: int, subsystems: int | None = None) -> dict:
-    model, state, scen = world(links, solver, subsystems)
+def run(links: int, solver: str, steps: int, subsystems: int | None = None, split: str = "links") -> dict:
+    model, state, scen = world(links, solver, subsystems, split)
     loop = scen.control.start()
     wall, solve, its, caps, pen = [], [], [], 0, 0.0
     for k in range(steps + 2):
@@ -82,7 +87,7 @@ def run(links: int, solver: str, steps: int, subsystems: int | None = None) -> d
 
 
 def line(name: str, r: dict) -> str:
-    return (f"  Solver {name:9s} step median {r['median']:8.3f}  p99 {r['p99']:8.3f}  mean {r['mean']:8.3f} ms | "
+    return (f"  Solver {name:10s} step median {r['median']:8.3f}  p99 {r['p99']:8.3f}  mean {r['mean']:8.3f} ms | "
             f"solve median {r['solve_median']:8.3f}  p99 {r['solve_p99']:8.3f} ms | iterations mean "
             f"{r['iter_mean']:6.1f} max {r['iter_max']:4d}, at the cap {r['caps']}/{r['steps']} | tip "
             f"{r['tip']:.3f} N, penetration max {r['pen'] * 1e6:.0f} um")
@@ -101,13 +106,15 @@ def main(argv=None) -> None:
         print(f"{n} links:")
         rows = {}
         for name, key in SOLVERS.items():
-            rows[name] = run(n, key, a.steps)
+            rows[name] = run(n, key, a.steps, split=SPLIT.get(name, "links"))
             print(line(name, rows[name]), flush=True)
         s3 = rows["3"]["mean"]
         print(f"  Solver 3 faster than dense Solver 1 by {rows['1 dense']['mean'] / s3:.1f}x (mean; seed: "
               f"{SEED_RATIO.get(n, float('nan')):g}x), median {rows['1 dense']['median'] / rows['3']['median']:.1f}x; "
               f"than sparse Solver 1 by {rows['1 sparse']['mean'] / s3:.2f}x (mean), "
-              f"{rows['1 sparse']['median'] / rows['3']['median']:.2f}x (median)")
+              f"{rows['1 sparse']['median'] / rows['3']['median']:.2f}x (median); balanced runs: "
+              f"{rows['1 dense']['mean'] / rows['3 balanced']['mean']:.1f}x dense, "
+              f"{rows['1 sparse']['mean'] / rows['3 balanced']['mean']:.2f}x sparse (mean)")
     print("Solver 3 with 1 and 2 numba threads (160 links):")
     both = {}
     for t in (1, 2):

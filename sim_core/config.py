@@ -132,9 +132,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                    "docs/cable.md)"),
         "subsystems": Field("int", 8, lo=1, hi=10_000, doc="n_s: subsystems of consecutive bodies a coupled "
                                                            "island is cut into (subsystem solvers)"),
-        "subsystem_split": Field("enum", "balanced", choices=("balanced", "links"),
-                                 doc="the runs' lengths: about the same links + contacts each (the contacts' "
-                                     "sweeps cost their square), or the same links each (seed 002)"),
+        "subsystem_split": Field("enum", "links", choices=("links", "balanced"),
+                                 doc="the runs' lengths: the same links each (seed 002), or about the same "
+                                     "links + contacts each (faster: a run's sweep costs its contacts squared; "
+                                     "on the winding Solver 3 then freezes sooner, docs/cable.md)"),
         "island_iterations": Field("int", 100, lo=1, hi=100_000, doc="l_max of the subsystem iteration"),
         "island_tolerance": Field("float", 1e-6, gt=0.0, unit="N",
                                   doc="subsystem iteration: stop when no cut coupling's force and no contact "

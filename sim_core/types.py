@@ -79,7 +79,7 @@ class ContactParams:
     # | "subsystems_regulated" (Alg. 1 with the post-regulation, eq. (16))
     island_solver: str = "direct"
     subsystems: int = 8             # n_s: consecutive-body subsystems of a coupled island (subsystem solvers)
-    subsystem_split: str = "balanced"  # "balanced" (links + contacts even) | "links" (the seed's even runs)
+    subsystem_split: str = "links"  # "links" (the seed's even runs) | "balanced" (links + contacts even)
     island_iterations: int = 100    # l_max of the subsystem iteration (seed 002 Sec. V-B)
     island_tolerance: float = 1e-6  # N: stop when no cut coupling's force and no contact force changes more
     regulation_xi: float = 1.0      # N (N m): xi of eq. (16), how far the contacts' first sweep may move a cut force
