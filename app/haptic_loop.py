@@ -74,7 +74,7 @@ def tick(dev, coupling, proxy, lc, now: float, safety: float, label: str = ""):
                           "(refused; zero force)")
     # the watchdog's factor goes in before the limits, the rate limit and the
     # passivity observer: the energy booked is that of the wrench sent
-    f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.contact_wrench, T_HAPTIC,
+    f_dev, F, B = coupling.step(s.p, s.q, s.v, s.w, proxy, proxy.env_wrench, T_HAPTIC,
                                 clutch=bool(s.buttons & 1), out_scale=safety)
     info = proxy.step(F, B, lc, T_HAPTIC)          # the newest model, held through a stall
     dev.write_force(f_dev)

@@ -3,7 +3,7 @@
 Pure computation; the session runs it in its own process (ARCHITECTURE sec. 3).  One tick:
 
     lc = LocalContact.from_array(shared_buffer)           # latest from the physics loop (or None)
-    f_dev, F, B = coupling.step(p, q, v, w, proxy, proxy.contact_wrench, T, clutch=...)
+    f_dev, F, B = coupling.step(p, q, v, w, proxy, proxy.env_wrench, T, clutch=...)
     proxy.step(F, B, lc, T)                               # PMI + contacts at 1 kHz
     device.write(f_dev)                                   # [N; N m], device base axes
 

@@ -28,8 +28,11 @@ the proxy port (a wrench F - B V+ for the proxy's PMI step).  Per tick, in this 
    then f_d = f_env for any gains (no double counting); in free space the drag felt is
    (1 - c2) / (1 - c2 c3) of the two-channel drag.  c2 c3 < 1 is required (at c2 = c3 = 1
    no channel would hold the proxy to the handle).
-   f_env is the contact wrench of the proxy's last tick (the one passed in), so C2 renders
-   it one tick (1 ms) late; the spring part is evaluated at the current samples.
+   f_env is the environment's wrench on the proxy over its last tick (the one passed in,
+   ``Proxy.env_wrench``: its contacts and the held body's couplings' pull, a cable's
+   tension), so C2 renders it one tick (1 ms) late; the spring part is evaluated at the
+   current samples.  (With the contacts alone, a pull that is no contact reached the hand
+   only through the spring's 1 - c2 share: a wound cable's 0.64 N as 0.13 N.)
    Why c3 defaults to 0: without a force sensor the operator's wrench can only be estimated
    from what the device renders (optionally plus a device-mass model, ``device_mass``), and
    then, up to the estimator's filter and one tick, F_p = f_vc - c2 c3 (f_vc + f_env), i.e.

@@ -232,6 +232,25 @@ def test_proxy_feels_the_published_pull_as_a_constant_wrench():
     assert px.V[5] == pytest.approx(f[5] / INERTIA[2, 2] * n * T, rel=1e-9)
 
 
+@pytest.mark.parametrize("gains", [CouplingGains(), CouplingGains.two_channel(), CouplingGains(c2=0.8, c3=0.3)])
+def test_a_still_hand_feels_the_published_pull_in_full(gains):
+    """A still handle holding a proxy that a cable pulls (``LocalContact.f_ext``, no contact):
+    once settled the device renders the pull itself, whatever the channels' gains -- the
+    force channel C2 feeds the environment's whole wrench forward (``Proxy.env_wrench``).
+    Before, with the contacts alone fed forward, the default coupling (c2 = 0.8) rendered
+    (1 - c2) of the pull: a wound cable's 0.64 N felt as 0.13 N."""
+    f = np.array([0.5, -0.3, 0.2, 0.0, 0.0, 0.0])
+    lc = LocalContact(0.0, P0, np.eye(3), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), 0.0, f_ext=f)
+    cp = Coupling(gains, startup_ramp=0.0)
+    px = Proxy(MASS, INERTIA, P0, np.eye(3))
+    T, q = 1e-3, np.array([1.0, 0.0, 0.0, 0.0])
+    for _ in range(3000):
+        f_dev, F, B = cp.step(np.zeros(3), q, np.zeros(3), np.zeros(3), px, px.env_wrench, T)
+        px.step(F, B, lc, T)
+    assert np.allclose(px.env_wrench, f)
+    assert np.allclose(f_dev[:3], f[:3], rtol=0.0, atol=1e-6 * np.linalg.norm(f)), f_dev
+
+
 def test_proxy_energy_balance_with_contacts_and_coupling():
     """E+ - E = T (F - B V+) . V_mid + T W_c . V_mid each tick (PMI, seed 000 Sec. III.C), and
     the contacts never put energy in while no gap is negative."""
