@@ -41,7 +41,7 @@ from numba import njit
 
 # the contact frames and Jacobians live in ``frames``; re-exported for the proxy and the tests
 from sim_core.contact.frames import contact_frames, contact_jacobians, world_jacobians  # noqa: F401
-from sim_core.contact.solver_sor import OPEN, STICK, _subspace, delassus_blocks
+from sim_core.contact.solver_sor import OPEN, STICK, _subspace, delassus_blocks, identity_rows
 
 
 @njit(cache=True)
@@ -104,11 +104,12 @@ def pgs_targets(G, A_inv, V_free, b, mu, iterations, tol, lam0):
 
 
 @njit(cache=True)
-def _row(i, G, W, AG, V, lam, b, mu, nexp):
+def _row(i, G, W, AG, V, lam, b, mu, nexp, ident=False):
     """One PGS step on contact i with the others held: its normal row, then its tangential 2x2
     block projected onto the disk of ``friction_limit``; lam[i] and V (+= A^-1 G_i^T delta) in
-    place.  Returns the largest change of its force (N)."""
-    u = G[i] @ V
+    place.  Returns the largest change of its force (N).  `ident`: G is the identity's rows
+    (``solver_sor.identity_rows``), so G_i V is V's slice -- the same numbers."""
+    u = V[3 * i:3 * i + 3].copy() if ident else G[i] @ V
     old = lam[i].copy()
     # normal row
     ln = max(0.0, lam[i, 0] - (u[0] - b[i]) / W[i, 0, 0])
@@ -141,12 +142,17 @@ def _row(i, G, W, AG, V, lam, b, mu, nexp):
 def _pgs(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0):
     m = G.shape[0]
     lam = lam0.copy()
-    # Delassus diagonal blocks and the velocity map of each contact's force
-    AG = np.empty((m, A_inv.shape[0], 3))
-    W = np.empty((m, 3, 3))
-    for i in range(m):
-        AG[i] = A_inv @ G[i].T
-        W[i] = G[i] @ AG[i]
+    # Delassus diagonal blocks and the velocity map of each contact's force (in contact space
+    # copies of A_inv's columns: the same numbers, ``delassus_blocks``)
+    ident = identity_rows(G)
+    if ident:
+        AG, W = delassus_blocks(G, A_inv)
+    else:
+        AG = np.empty((m, A_inv.shape[0], 3))
+        W = np.empty((m, 3, 3))
+        for i in range(m):
+            AG[i] = A_inv @ G[i].T
+            W[i] = G[i] @ AG[i]
     V = V_free.copy()
     for i in range(m):
         V += AG[i] @ lam[i]
@@ -155,7 +161,7 @@ def _pgs(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0):
         sweeps = it + 1
         dmax = 0.0
         for i in range(m):
-            dmax = max(dmax, _row(i, G, W, AG, V, lam, b, mu, nexp))
+            dmax = max(dmax, _row(i, G, W, AG, V, lam, b, mu, nexp, ident))
         if dmax < tol:
             break
     return lam, V, sweeps
@@ -201,6 +207,7 @@ def pgs_subspace(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0, every):
             lam[i, 1] *= sc
             lam[i, 2] *= sc
     AG, W = delassus_blocks(G, A_inv)
+    ident = identity_rows(G)
     V = V_free.copy()
     for i in range(m):
         V += AG[i] @ lam[i]
@@ -213,7 +220,7 @@ def pgs_subspace(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0, every):
         sweeps = it + 1
         dmax = 0.0
         for i in range(m):
-            dmax = max(dmax, _row(i, G, W, AG, V, lam, b, mu, nexp))
+            dmax = max(dmax, _row(i, G, W, AG, V, lam, b, mu, nexp, ident))
             modes[i] = OPEN if lam[i, 0] == 0.0 else STICK
         since += 1
         last = dmax < tol or it + 1 == iterations
