@@ -227,7 +227,7 @@ def pgs_subspace(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0, every):
         if every > 0 and (since >= every or last):
             since = 0
             for _ in range(FINAL_PASSES if last else 1):
-                _subspace(G, AG, V, lam, b, mu, nexp, modes, NC, AN, 0.0, 0.0, False, 2 * m)
+                _subspace(G, AG, V, lam, b, mu, nexp, modes, NC, AN, 0.0, 0.0, False, 2 * m, True)
                 if not last or _normal_violation(G, V, b) <= FINAL_EXACT * (1.0 + np.abs(b).max()):
                     break
         if dmax < tol:

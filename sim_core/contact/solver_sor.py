@@ -299,13 +299,17 @@ PIVOT_MIN = 1e-12      # relative: a smaller pivot of D_PP means the new row dep
 
 
 @njit(cache=True)
-def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, additions):
+def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, additions, seeded=False):
     """Subspace step (module docstring): the normal forces of the contacts with a force or not
     open (``modes`` of the last sweep) at once, the friction held, by Lawson and Hanson's active
     set; mu (m,) the contacts' friction coefficients, nexp (m,) their friction laws' exponents
     (``solver_pgs.friction_limit``: 1 is Coulomb's cone); at most `additions` rows added
     (``LH_ITERATIONS`` for ``sor``).  Changes lam and V in place; returns
-    (lambda^C, True), or (lambda^C, False) with lam and V untouched where it did not settle."""
+    (lambda^C, True), or (lambda^C, False) with lam and V untouched where it did not settle.
+    `seeded`: the set starts as the rows that hold a force now, solved at once and the rows
+    that come out negative dropped, before the additions (``solver_pgs.pgs_subspace``: after
+    PGS sweeps nearly every pushing contact is in the solution's set, so one or two solves
+    replace one per row -- 2 m factorizations of a growing D_PP at 160 wound links)."""
     m, n = G.shape[0], V.shape[0]
     idx = np.empty(m + 1, np.int64)            # row q is contact idx[q] (-1: the C-space row)
     k = 0
@@ -356,8 +360,23 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
     D = np.empty((k, k))                       # D = R C^T, its entries computed as needed
     have = np.zeros((k, k), np.bool_)
     ok = False
+    seed = False
+    if seeded:
+        for q in range(k):
+            if (lam[idx[q], 0] if idx[q] >= 0 else lamC) > 0.0:
+                inP[q] = True
+                seed = True
     for _ in range(additions):
         jbest, wbest = -1, tol                 # the most violated row outside the set
+        if seed:                               # the seeded set first, nothing added
+            seed = False
+            if _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, -1, n, k, k + 1):
+                continue
+            for q in range(k):                 # dependent rows among the seed: start empty
+                inP[q] = False
+                x[q] = 0.0
+            dV[:] = 0.0
+            continue
         for q in range(k):
             if not inP[q] and not blocked[q]:
                 w = c[q]
@@ -379,52 +398,7 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
             blocked[jbest] = True
             continue
         inP[jbest] = True
-        for _inner in range(LH_INNER):
-            np_ = 0
-            for q in range(k):
-                if inP[q]:
-                    P[np_] = q
-                    np_ += 1
-            for t in range(np_):               # D_PP = R_P C_P^T, c_P
-                for u in range(np_):
-                    a, b = P[t], P[u]
-                    if not have[a, b]:         # each entry once per call: a set that grows to
-                        acc = 0.0              # k rows refactorizes k times, not recomputes
-                        if col[a] >= 0:
-                            acc = C[b, col[a]]
-                        else:
-                            for j in range(n):
-                                acc += R[a, j] * C[b, j]
-                        D[a, b] = acc
-                        have[a, b] = True
-                    Mw[t, u] = D[a, b]
-                sP[t] = c[P[t]]
-            if not _gauss(Mw, sP, np_):        # the new row depends on the set: out
-                inP[jbest] = False
-                blocked[jbest] = True
-                break
-            alpha = 1.0
-            for t in range(np_):
-                if sP[t] <= 0.0:
-                    q = P[t]
-                    alpha = min(alpha, x[q] / (x[q] - sP[t]))
-            for t in range(np_):
-                q = P[t]
-                x[q] += alpha * (sP[t] - x[q])
-            if alpha < 1.0:                    # back to the boundary: who reached 0 leaves
-                for t in range(np_):
-                    q = P[t]
-                    if sP[t] <= 0.0 and x[q] <= LH_ZERO * abs(sP[t]):
-                        x[q] = 0.0
-                        inP[q] = False
-                        blocked[q] = q == jbest and alpha == 0.0
-            dV[:] = 0.0
-            for t in range(np_):
-                q = P[t]
-                for j in range(n):
-                    dV[j] += x[q] * C[q, j]
-            if alpha >= 1.0:
-                break
+        _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, jbest, n, k, LH_INNER)
     if not ok:
         return lamC, False
     V[:] = Vf + dV
@@ -445,6 +419,61 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
             for j in range(n):
                 V[j] += AG[i, j, 1] * d1 + AG[i, j, 2] * d2
     return newC, True
+
+
+@njit(cache=True)
+def _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, jbest, n, k, rounds):
+    """Lawson and Hanson's inner loop after row `jbest` joined the set (-1: a seeded set): solve
+    on the set, step towards it, drop who reaches 0, at most `rounds` times; x, inP, dV (= sum
+    x_q C_q) in place.  False where D_PP is singular (`jbest` is then blocked and out)."""
+    for _inner in range(rounds):
+        np_ = 0
+        for q in range(k):
+            if inP[q]:
+                P[np_] = q
+                np_ += 1
+        for t in range(np_):               # D_PP = R_P C_P^T, c_P
+            for u in range(np_):
+                a, b = P[t], P[u]
+                if not have[a, b]:         # each entry once per call: a set that grows to
+                    acc = 0.0              # k rows refactorizes k times, not recomputes
+                    if col[a] >= 0:
+                        acc = C[b, col[a]]
+                    else:
+                        for j in range(n):
+                            acc += R[a, j] * C[b, j]
+                    D[a, b] = acc
+                    have[a, b] = True
+                Mw[t, u] = D[a, b]
+            sP[t] = c[P[t]]
+        if not _gauss(Mw, sP, np_):        # the new row depends on the set: out
+            if jbest >= 0:
+                inP[jbest] = False
+                blocked[jbest] = True
+            return False
+        alpha = 1.0
+        for t in range(np_):
+            if sP[t] <= 0.0:
+                q = P[t]
+                alpha = min(alpha, x[q] / (x[q] - sP[t]))
+        for t in range(np_):
+            q = P[t]
+            x[q] += alpha * (sP[t] - x[q])
+        if alpha < 1.0:                    # back to the boundary: who reached 0 leaves
+            for t in range(np_):
+                q = P[t]
+                if sP[t] <= 0.0 and x[q] <= LH_ZERO * abs(sP[t]):
+                    x[q] = 0.0
+                    inP[q] = False
+                    blocked[q] = q == jbest and alpha == 0.0
+        dV[:] = 0.0
+        for t in range(np_):
+            q = P[t]
+            for j in range(n):
+                dV[j] += x[q] * C[q, j]
+        if alpha >= 1.0:
+            break
+    return True
 
 
 @njit(cache=True)

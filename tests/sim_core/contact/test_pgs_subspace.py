@@ -117,3 +117,27 @@ def test_contact_space_fast_path_gives_the_same_numbers():
     fast = solver_pgs._pgs(eye, W, u_free, bn, mu, ones, SWEEPS, 1e-10, lam0)
     slow = solver_pgs._pgs(pad, W_pad, np.append(u_free, 0.0), bn, mu, ones, SWEEPS, 1e-10, lam0)
     assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1][:-1])
+
+
+def test_a_seeded_subspace_step_finds_the_cold_ones_forces():
+    """``solver_sor._subspace`` seeded with the rows that push after PGS (one or two solves)
+    against the cold start that adds the rows one at a time: the same normal forces and
+    velocities to round-off, every normal row met."""
+    from sim_core.contact import solver_sor
+    G, A_inv, V_free, bn, mu = hoop(0.3)
+    m, ones = G.shape[0], np.ones(G.shape[0])
+    lam, V, _ = solver_pgs._pgs(G, A_inv, V_free, bn, mu, ones, SWEEPS, 1e-10, np.zeros((m, 3)))
+    AG, _ = solver_sor.delassus_blocks(G, A_inv)
+    modes = np.where(lam[:, 0] > 0.0, solver_sor.STICK, solver_sor.OPEN).astype(np.int64)
+    zero = np.zeros(V.shape[0])
+    got = {}
+    for seeded in (False, True):
+        lam_s, V_s = lam.copy(), V.copy()
+        _, ok = solver_sor._subspace(G, AG, V_s, lam_s, bn, mu, ones, modes, zero, zero, 0.0, 0.0, False, 2 * m,
+                                     seeded)
+        assert ok
+        got[seeded] = (lam_s, V_s)
+    assert np.abs(got[True][0] - got[False][0]).max() <= 1e-12 * np.abs(got[False][0]).max()
+    assert np.abs(got[True][1] - got[False][1]).max() <= 1e-12 * np.abs(got[False][1]).max()
+    u_n = np.einsum("mj,j->m", G[:, 0, :], got[True][1])
+    assert (bn - u_n).max() <= SIGNORINI_EXACT
