@@ -44,8 +44,8 @@ SPLIT = {"3 balanced": "balanced"}
 SEED_RATIO = {80: 14.9, 160: 40.6}      # seed 002 Table I: Solver 1 / Solver 3 average step time
 # The contact kernel of the direct rows: the seed's PGS, as its Solver 1 has it (Solvers 2 and 3
 # sweep their own PGS).  The shipped scene uses "pgs_subspace", which holds the coil where PGS
-# lets it sink (docs/cable.md) but costs O(contacts^4) at 80 links and more: the table compares
-# the seed's solvers as the seed builds them, and prints what each one's contacts let through.
+# lets it sink (docs/cable.md) at the cost of its subspace steps: the table compares the seed's
+# solvers as the seed builds them, and prints what each one's contacts let through.
 KERNEL = "pgs"
 
 
