@@ -146,7 +146,7 @@ def _pgs(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0):
     # copies of A_inv's columns: the same numbers, ``delassus_blocks``)
     ident = identity_rows(G)
     if ident:
-        AG, W = delassus_blocks(G, A_inv)
+        AG, W = delassus_blocks(G, A_inv, True)
     else:
         AG = np.empty((m, A_inv.shape[0], 3))
         W = np.empty((m, 3, 3))
@@ -206,8 +206,8 @@ def pgs_subspace(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0, every):
             sc = lim / nt
             lam[i, 1] *= sc
             lam[i, 2] *= sc
-    AG, W = delassus_blocks(G, A_inv)
     ident = identity_rows(G)
+    AG, W = delassus_blocks(G, A_inv, ident)
     V = V_free.copy()
     for i in range(m):
         V += AG[i] @ lam[i]
@@ -227,7 +227,7 @@ def pgs_subspace(G, A_inv, V_free, b, mu, nexp, iterations, tol, lam0, every):
         if every > 0 and (since >= every or last):
             since = 0
             for _ in range(FINAL_PASSES if last else 1):
-                _subspace(G, AG, V, lam, b, mu, nexp, modes, NC, AN, 0.0, 0.0, False, 2 * m, True)
+                _subspace(G, AG, V, lam, b, mu, nexp, modes, NC, AN, 0.0, 0.0, False, 2 * m, True, ident)
                 if not last or _normal_violation(G, V, b) <= FINAL_EXACT * (1.0 + np.abs(b).max()):
                     break
         if dmax < tol:

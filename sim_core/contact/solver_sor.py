@@ -256,13 +256,14 @@ def identity_rows(G) -> bool:
 
 
 @njit(cache=True)
-def delassus_blocks(G, A_inv):
+def delassus_blocks(G, A_inv, ident=False):
     """AG_i = A^-1 G_i^T (n,3): the velocity change per unit force of contact i, and the
-    Delassus block W_i = G_i A^-1 G_i^T (3,3); scalar loops, no temporaries per contact."""
+    Delassus block W_i = G_i A^-1 G_i^T (3,3); scalar loops, no temporaries per contact.
+    `ident`: G is the identity's rows (``identity_rows``, found once a solve by the caller)."""
     m, n = G.shape[0], A_inv.shape[0]
     AG = np.zeros((m, n, 3))
     W = np.zeros((m, 3, 3))
-    if identity_rows(G):
+    if ident:
         # contact space (``island_solvers.direct``: G the identity's rows, A_inv the Delassus
         # operator): the sums below each hold one product with 1.0 and zeros, so these copies
         # are the same numbers, in O(m n) instead of O(m n^2) (80 wound links: 25 ms -> 0.1)
@@ -299,7 +300,8 @@ PIVOT_MIN = 1e-12      # relative: a smaller pivot of D_PP means the new row dep
 
 
 @njit(cache=True)
-def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, additions, seeded=False):
+def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, additions, seeded=False,
+              ident=False):
     """Subspace step (module docstring): the normal forces of the contacts with a force or not
     open (``modes`` of the last sweep) at once, the friction held, by Lawson and Hanson's active
     set; mu (m,) the contacts' friction coefficients, nexp (m,) their friction laws' exponents
@@ -309,7 +311,8 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
     `seeded`: the set starts as the rows that hold a force now, solved at once and the rows
     that come out negative dropped, before the additions (``solver_pgs.pgs_subspace``: after
     PGS sweeps nearly every pushing contact is in the solution's set, so one or two solves
-    replace one per row -- 2 m factorizations of a growing D_PP at 160 wound links)."""
+    replace one per row -- 2 m factorizations of a growing D_PP at 160 wound links).
+    `ident`: G is the identity's rows (``identity_rows``)."""
     m, n = G.shape[0], V.shape[0]
     idx = np.empty(m + 1, np.int64)            # row q is contact idx[q] (-1: the C-space row)
     k = 0
@@ -331,7 +334,7 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
     # in contact space (G the identity's rows) row q is e_col[q]: its products with a vector
     # are that vector's entry -- the same numbers as the sums over n (one product with 1.0)
     col = np.full(k, -1, np.int64)
-    if identity_rows(G):
+    if ident:
         for q in range(k):
             if idx[q] >= 0:
                 col[q] = 3 * idx[q]
@@ -544,7 +547,8 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
             lam[i, 1] *= sc
             lam[i, 2] *= sc
     lamC = max(lamC0, 0.0)
-    AG, W = delassus_blocks(G, A_inv)
+    ident = identity_rows(G)
+    AG, W = delassus_blocks(G, A_inv, ident)
     cspace = False
     for j in range(n):
         if NC[j] != 0.0:
@@ -638,7 +642,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
             modes_keep[:] = modes
             lamC_keep, res_keep = lamC, res
             lamC, trial = _subspace(G, AG, V, lam, bn, mu, ones, modes, NC, AN, bC, lamC, cspace,
-                                    LH_ITERATIONS)
+                                    LH_ITERATIONS, False, ident)
             tried += 1
             if not trial:                # it did not settle: none again in this solve
                 every = 0
