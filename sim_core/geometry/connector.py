@@ -36,9 +36,9 @@ MIN_CELLS_Z = 4        # the fewest cells up a prong: fewer cannot place the hoo
 @dataclass(frozen=True)
 class ProngSpec:
     """One cantilever prong, SI units, its own frame (see the module's text)."""
-    length: float = 15e-3         # m, z: foot to tip
-    width: float = 5e-3           # m, y
-    thickness: float = 1.5e-3     # m, x
+    length: float = 12e-3         # m, z: foot to tip
+    width: float = 8e-3           # m, y
+    thickness: float = 2.5e-3     # m, x
     hook_depth: float = 1.0e-3    # m, how far the hook reaches in front of the beam (x < 0)
     hook_top: float = 0.2e-3      # m, the hook's protrusion left at the tip (a blunted top)
     hook_land: float = 0.5e-3     # m, flat at full depth between the ramps
@@ -130,3 +130,63 @@ def prong_mesh(spec: ProngSpec, nx: int, ny: int, nz: int):
 # Mesh levels the scenario ships (issue 27: near seed 003 Table I's 663 and 1,266 DOF with the
 # quadratic element, after the foot's nodes are fixed; docs/snap.md measures each)
 LEVELS = {"coarse": (1, 1, 12), "fine": (1, 2, 14)}
+
+
+@dataclass(frozen=True)
+class PlugSpec:
+    """The rigid plug (seed 003's plug connector): a prism along y whose x-z profile is a head
+    (half-width ``head_half``, height ``head_height``, its lower edges chamfered by ``chamfer``
+    at 45 deg) under a neck (half-width ``neck_half``) up to ``top`` above the head's bottom.
+    Its frame: origin at the middle of the head's bottom edge, z up."""
+    head_half: float = 3.1e-3
+    head_height: float = 2.0e-3
+    chamfer: float = 0.8e-3
+    neck_half: float = 2.3e-3
+    top: float = 8.0e-3
+
+    def __post_init__(self):
+        if not 0.0 < self.neck_half < self.head_half:
+            raise ValueError(f"neck_half: must be in (0, head_half), got {self.neck_half!r}")
+        if not 0.0 <= self.chamfer < min(self.head_height, self.head_half):
+            raise ValueError(f"chamfer: must be in [0, min(head_height, head_half)), got {self.chamfer!r}")
+        if not self.top > self.head_height:
+            raise ValueError(f"top: must be above the head ({self.head_height!r}), got {self.top!r}")
+
+    def polygons(self) -> list[np.ndarray]:
+        """The profile as two convex polygons (counter-clockwise (k, 2) x-z vertices): head, neck."""
+        h, c, H = self.head_half, self.chamfer, self.head_height
+        head = np.array([[-h + c, 0.0], [h - c, 0.0], [h, c], [h, H], [-h, H], [-h, c]])
+        n = self.neck_half
+        neck = np.array([[-n, H], [n, H], [n, self.top], [-n, self.top]])
+        return [head, neck]
+
+
+def polygon_sdf(P: np.ndarray, poly: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact signed distance (m; negative inside) of points P (k, 2) to a convex polygon (ccw),
+    and its unit gradient (k, 2) (the outward direction of the closest feature)."""
+    a, b = poly, np.roll(poly, -1, axis=0)
+    e = b - a                                             # (v, 2) edges
+    w = P[:, None, :] - a[None]                           # (k, v, 2)
+    t = np.clip(np.einsum("kvi,vi->kv", w, e) / np.einsum("vi,vi->v", e, e), 0.0, 1.0)
+    d = w - t[..., None] * e[None]                        # point minus closest point on each edge
+    dist2 = np.einsum("kvi,kvi->kv", d, d)
+    j = np.argmin(dist2, axis=1)
+    k = np.arange(len(P))
+    nrm_e = np.stack([e[:, 1], -e[:, 0]], axis=1) / np.linalg.norm(e, axis=1)[:, None]   # outward (ccw)
+    side = np.einsum("kvi,vi->kv", w, nrm_e)              # signed distance to each edge's line
+    inside = np.all(side <= 0.0, axis=1)
+    dist = np.sqrt(dist2[k, j])
+    sdf = np.where(inside, side.max(axis=1), dist)
+    g_out = d[k, j] / np.maximum(dist, 1e-300)[:, None]
+    g_in = nrm_e[np.argmax(side, axis=1)]
+    return sdf, np.where(inside[:, None], g_in, g_out)
+
+
+def plug_sdf(spec: PlugSpec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plug's signed distance (k,) and outward unit normal (k, 2) at x-z points P (k, 2) in
+    its frame: the union of its convex pieces (exact outside; inside, the deepest piece's)."""
+    out = [polygon_sdf(P, poly) for poly in spec.polygons()]
+    d = np.stack([o[0] for o in out])
+    i = np.argmin(d, axis=0)
+    k = np.arange(len(P))
+    return d[i, k], np.stack([o[1] for o in out])[i, k]

@@ -6,6 +6,14 @@ built from one ``ProngSpec`` and mesh level.  ``sim_core.systems.fem`` holds the
 Contact nodes: the contact segment's boundary nodes on the prong's inner side (x <= 0: the hook's
 lead ramp, land, return face and the blunted top in front of the beam) -- the only faces the plug
 can touch.  They and the cut's nodes are the reduction's input nodes (Sec. III-B).
+
+Contact points (``surface_samples``): the nodes alone leave the faces between them blind -- the
+plug's edge slid through the lead ramp between two node rows and went 0.44 mm in before a node
+met it (measured on the coarse mesh).  As in seed 003 Sec. IV-A the detection points are
+interpolated on the surface from the FEM nodes (eq. (23)): a barycentric grid on each inner-side
+boundary triangle, each point's motion the quadratic triangle's six-node interpolation (exact
+for the P2 field).  A force at a point is spread on the same weights, so the inputs stay the
+contact nodes.
 """
 from __future__ import annotations
 
@@ -76,3 +84,48 @@ def build(spec: ProngSpec | None = None, material: Material | None = None, level
         order = B.shape[1] + EXTRA_ORDER if orders is None else orders[i]   # 3 columns a node
         bases.append(balanced_basis(p.M.toarray(), K, B, min(order, p.dof)))
     return ProngModels(spec, material, mesh, sp_, contact, tuple(bases), float(k_c))
+
+
+SAMPLES_PER_EDGE = 8        # barycentric subdivisions of each inner-side triangle (0.06-0.2 mm along z coarse)
+
+
+def _p2_weights(lam: np.ndarray) -> np.ndarray:
+    """(k, 6) the quadratic triangle's shape functions at barycentric points lam (k, 3): corners
+    0, 1, 2 then the edges (0, 1), (1, 2), (2, 0)."""
+    a, b, c = lam.T
+    return np.stack([a * (2 * a - 1), b * (2 * b - 1), c * (2 * c - 1), 4 * a * b, 4 * b * c, 4 * c * a], axis=1)
+
+
+def surface_samples(pm: ProngModels, per_edge: int = SAMPLES_PER_EDGE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Detection points on the contact segment's inner-side faces: (X (k, 3) rest positions, nodes
+    (k, 6) segment-1 node indices, weights (k, 6)); duplicates on shared edges removed."""
+    mesh = pm.split.meshes[0]
+    if pm.whole.element != "p2":
+        raise ValueError("surface_samples: needs the quadratic element's edge nodes")
+    P = mesh.p
+    bf = mesh.boundary_facets()
+    grid = np.array([(i, j, per_edge - i - j) for i in range(per_edge + 1) for j in range(per_edge + 1 - i)],
+                    float) / per_edge
+    Wq = _p2_weights(grid)
+    edges = {tuple(sorted(e)): k for k, e in enumerate(mesh.edges.T)}
+    X, N, Wt, seen = [], [], [], set()
+    for f in bf:
+        v = mesh.facets[:, f]
+        xv = P[:, v].T
+        if np.any(xv[:, 0] > INNER_SIDE) or np.allclose(xv[:, 2], pm.split.z_cut):
+            continue                                       # the outer side, the beam face, the cut
+        nrm = np.cross(xv[1] - xv[0], xv[2] - xv[0])
+        if abs(nrm[1]) > 0.9 * np.linalg.norm(nrm):
+            continue                                       # the hook's y-end faces: the prism plug's faces cover them
+        en = [mesh.nvertices + edges[tuple(sorted((v[a], v[b])))] for a, b in ((0, 1), (1, 2), (2, 0))]
+        nodes = np.array(list(v) + en)
+        for lam, w in zip(grid, Wq):
+            x = lam @ xv
+            key = tuple(np.round(x, 12))
+            if key in seen:
+                continue
+            seen.add(key)
+            X.append(x)
+            N.append(nodes)
+            Wt.append(w)
+    return np.array(X), np.array(N), np.array(Wt)

@@ -36,6 +36,7 @@ class Split:
     whole: FemModel
     whole_of: tuple[np.ndarray, np.ndarray]
     z_cut: float
+    meshes: tuple = ()          # (contact segment, foot segment) ``skfem.MeshTet``s
 
 
 def _keys(X: np.ndarray) -> list[tuple]:
@@ -66,4 +67,5 @@ def split(mesh, material: Material, element: str, z_cut: float) -> Split:
     c2 = np.array([key[1][_keys(parts[0].X[i:i + 1])[0]] for i in c1])
     wk = {k: i for i, k in enumerate(_keys(whole.X))}
     whole_of = tuple(np.array([wk[k] for k in _keys(p.X)]) for p in parts)
-    return Split(parts, (c1, c2), (selection(c1, parts[0].n), selection(c2, parts[1].n)), whole, whole_of, z)
+    return Split(parts, (c1, c2), (selection(c1, parts[0].n), selection(c2, parts[1].n)), whole, whole_of, z,
+                 (top, foot))

@@ -1,0 +1,291 @@
+"""The snap fit (seed 003 Secs. II-IV): a rigid plug under admittance control pushed down
+between two FEM prongs until their hooks click over its head, with maximum-dissipation contact.
+
+**The step** (``step``), stage by stage:
+
+1. free motion -- each prong's PMI step with no contact force (in the coupled, reduced model's
+   modes, ``pmi.ModalPmi``), the plug's admittance PMI step towards its set point (eq. (5));
+2. detection -- the prongs' surface points (``prong.surface_samples``, interpolated from the
+   FEM nodes, eq. (23)) in the plug's frame against its signed distance
+   (``connector.plug_sdf``; the exact one here, the trained network is the next step), kept
+   within ``band``; the plug's bottom against the socket's seat;
+3. representatives -- per prong, k-means on (position, normal) with the deepest member of each
+   cluster (Sec. IV-A), when more than ``clusters`` nodes touch;
+4. Delassus operator (eq. (27)) -- contact frames [n t1 t2] (n the plug's outward normal), the
+   prongs' end-of-step admittance (2 x eq. (14)'s A: v_+ = 2 v_hat - v) plus the plug's;
+5. contact solve -- the project's maximum-dissipation solver (``contact.solver_sor``: per
+   contact bisection, block SOR; seed 003 Sec. IV-B adopts the same method) with Coulomb's
+   cone ||lambda_t|| <= mu lambda_n and Signorini on the end-of-step gap -- the printed
+   eq. (28) has the cone reversed (mu ||f_n|| <= ||f_t||) and Signorini as an equality (a
+   contact that may only push cannot be held to a target velocity); implemented is the
+   physics: 0 <= lambda_n _|_ u_n - b_n >= 0;
+6. integration -- the prongs' modal PMI with the contact forces, the plug's admittance.
+
+**Contact on the midpoint velocity.**  The laws hold on the step's midpoint relative velocity
+u_hat = (u_k + u_k+1) / 2, the velocity PMI moves positions with (g_k+1 = g_k + T u_hat_n) and
+whose product with the force is the work in PMI's energy balance (eq. (6)).  Signorini:
+0 <= lambda_n _|_ u_hat_n - b_n >= 0 with b_n = min(0, -g / T): a gap seen in the band closes
+exactly, a penetration is held, never pushed out; Coulomb with maximum dissipation on u_hat_t.
+So every contact force does work T lambda . u_hat = T lambda_n b_n + T lambda_t . u_hat_t <= 0:
+the contact is passive in the same discrete sense as the FEM, and the whole step's energy can
+only fall (tested).  Why not the end-of-step velocity (the rigid tasks' choice,
+``contact.solver_sor``): the prongs' stiffest modes run at w T ~ 1e4 at T = 1 ms (the first
+bending mode itself at w T ~ 7), where the midpoint rule maps a mode to nearly -1 a step: a
+contact's impulse leaves them ringing, undamped, with the surface velocity flipping sign every
+step -- measured 20 mm/s at the hook, twice the plug's speed -- and an end-of-step target chases
+that ringing (contacts opening and closing each step, then a blow-up within 0.4 s).  The
+midpoint velocity averages a ringing mode out (u_hat = u_k (1 + lambda) / 2, lambda ~ -1).
+Its price: a contact arriving at speed stops in the midpoint sense, u_k+1 = -u_k -- an elastic
+impact (seed 003's restitution epsilon = 1 in its v_eps = v_k+1 + eps v_k); the energy goes
+back into the bodies, to be dissipated by the admittance and any material damping.
+
+**The floor's reaction** (eq. (29), corrected in ``assembly``) is the prongs' fixed rows plus the
+seat's force on the plug: what a force sensor under the socket reads (seed 003 Fig. 7).
+
+The plug moves in x, y, z (no rotation: the arm holds it; the seed's eq. (5) is 6-D).  The
+prongs are one model, mirrored: the right prong's frame is x_w = a + x, the left one's
+x_w = -(a + x).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim_core.contact import solver_sor
+from sim_core.contact.clustering import kmeans_labels
+from sim_core.geometry.connector import PlugSpec, plug_sdf
+from sim_core.systems.fem.pmi import ModalPmi
+from sim_core.systems.fem.prong import ProngModels, surface_samples
+
+SIDES = (1.0, -1.0)          # right prong (x_w = a + x), left prong (mirrored)
+MAX_LLOYD = 30               # k-means iterations per step
+SOLVER_ITERATIONS = 200
+SOLVER_TOL = 1e-6            # N: natural residual (the forces are ~1-100 N)
+
+
+@dataclass(frozen=True)
+class Admittance:
+    """The plug's admittance (eq. (5)) per axis: mass kg, damping N s/m, stiffness N/m."""
+    mass: float = 0.5
+    damping: float = 40.0
+    stiffness: float = 2000.0
+
+
+@dataclass(frozen=True)
+class SnapModel:
+    """Constant.  ``modal`` the prongs' coupled, reduced model (``CoupledPmi.modal``), its ``P``
+    over the contact segment's nodes; ``Ps`` (k, 3, r) the surface points' motion per modal
+    coordinate (prong frame), ``X_contact`` (k, 3) m their rest positions; ``foot_K``,
+    ``foot_M`` (3, r): the floor's summed force on a prong's fixed nodes per modal coordinate."""
+    prong: ProngModels
+    plug: PlugSpec
+    modal: ModalPmi
+    Ps: np.ndarray
+    X_contact: np.ndarray
+    foot_K: np.ndarray
+    foot_M: np.ndarray
+    tip_row: int                 # row of P: the hook tip node's x (its deflection is reported)
+    spacing: float               # m, the prongs' inner faces at x = +-spacing
+    seat_z: float                # m, the socket's seat (the plug's head bottom rests on it)
+    admittance: Admittance
+    mu: float
+    T: float
+    band: float = 0.2e-3         # m, nodes this close to the plug are contact candidates
+    clusters: int = 16           # representatives per prong (8 let a prong twist past one: 93 um)
+
+    @property
+    def A_plug(self) -> np.ndarray:
+        a = self.admittance
+        return np.full(3, a.mass / self.T + 0.5 * a.damping + 0.25 * a.stiffness * self.T)
+
+
+@dataclass
+class SnapState:
+    t: float
+    q: np.ndarray                # (2, r) the prongs' modal coordinates
+    qd: np.ndarray               # (2, r) their rates
+    p: np.ndarray                # (3,) m, the plug frame's origin, world
+    V: np.ndarray                # (3,) m/s, the plug's velocity
+
+
+@dataclass
+class SnapInfo:
+    plug_force: np.ndarray       # (3,) N, the contacts' force on the plug (seat included)
+    floor_force: np.ndarray      # (3,) N, the floor's force on the socket (prong feet + seat; eq. (29))
+    max_penetration: float       # m
+    n_contacts: int
+    sweeps: int
+    residual: float              # N, the contact solve's natural residual
+    deflection: np.ndarray = field(default_factory=lambda: np.zeros(2))   # m, each hook tip's outward x
+
+
+def build(prong: ProngModels, plug: PlugSpec | None = None, spacing: float = 3.5e-3, seat_z: float = 7.0e-3,
+          admittance: Admittance | None = None, mu: float = 0.163, T: float = 1e-3, **kw) -> SnapModel:
+    """The snap model on the prongs' coupled, reduced model (Model 4)."""
+    c = prong.coupled_pmi(T, reduced=True)
+    mp, R = c.modal()
+    r1 = prong.bases[0].order
+    foot_nodal = prong.bases[1].Q @ R[r1:]                 # segment 2's nodal coordinates per mode
+    p2 = prong.split.parts[1]
+    nf = len(p2.X_fixed)
+    foot_K = (p2.K_af @ foot_nodal).reshape(nf, 3, -1).sum(axis=0)
+    foot_M = (p2.M_af @ foot_nodal).reshape(nf, 3, -1).sum(axis=0)
+    X, nodes, w = surface_samples(prong)
+    Ps = np.einsum("kn,knar->kar", w, mp.P.reshape(-1, 3, mp.P.shape[1])[nodes])
+    Xc = prong.split.parts[0].X[prong.contact]
+    tip = prong.contact[np.lexsort((-Xc[:, 2], Xc[:, 0]))[0]]   # the hook's innermost node, the highest
+    return SnapModel(prong, plug or PlugSpec(), mp, Ps, X, foot_K, foot_M, int(3 * tip), spacing, seat_z,
+                     admittance or Admittance(), mu, T, **kw)
+
+
+def start(model: SnapModel, p0) -> SnapState:
+    r = len(model.modal.w2)
+    return SnapState(0.0, np.zeros((2, r)), np.zeros((2, r)), np.asarray(p0, float).copy(), np.zeros(3))
+
+
+def to_world(model: SnapModel, side: float, X_local: np.ndarray) -> np.ndarray:
+    """Prong-frame points (k, 3) of prong `side` in world axes."""
+    return np.stack([side * (model.spacing + X_local[:, 0]), X_local[:, 1], X_local[:, 2]], axis=1)
+
+
+def _frames(n: np.ndarray) -> np.ndarray:
+    """(k, 3, 3) columns [n t1 t2] for unit normals n (k, 3)."""
+    a = np.where(np.abs(n[:, 2:3]) < 0.9, np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
+    t1 = np.cross(n, a)
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    return np.stack([n, t1, np.cross(n, t1)], axis=2)
+
+
+def _detect(model: SnapModel, state: SnapState):
+    """Per prong the candidate points: (side index, point index, gap m, outward normal (3,) world)."""
+    k = len(model.X_contact)
+    u = np.einsum("kar,sr->ska", model.Ps, state.q)                 # (2, k, 3) local displacements
+    X = model.X_contact[None] + u
+    sides = np.array(SIDES)[:, None]
+    rel_x = sides * (model.spacing + X[..., 0]) - state.p[0]
+    rel_z = X[..., 2] - state.p[2]
+    d, g = plug_sdf(model.plug, np.stack([rel_x.ravel(), rel_z.ravel()], axis=1))
+    d, g = d.reshape(2, k), g.reshape(2, k, 2)
+    out = []
+    for s in (0, 1):
+        near = np.flatnonzero(d[s] < model.band)
+        if len(near) > model.clusters:
+            rel = np.stack([rel_x[s, near], X[s, near, 1] - state.p[1], rel_z[s, near]], axis=1)
+            near = near[_representatives(rel, g[s, near], d[s, near], model.clusters)]
+        for j in near:
+            out.append((s, j, float(d[s, j]), np.array([g[s, j, 0], 0.0, g[s, j, 1]])))
+    return out
+
+
+def _representatives(x, g, d, k: int) -> np.ndarray:
+    """Indices (into x) of the deepest member of each of k clusters (seed 003 Sec. IV-A)."""
+    F = np.ascontiguousarray(np.hstack([x / 1e-3, g]))                  # mm and normals: comparable
+    labels = kmeans_labels(F, k, int(np.argmin(d)), MAX_LLOYD)
+    return np.array([np.flatnonzero(labels == c)[np.argmin(d[labels == c])] for c in np.unique(labels)])
+
+
+def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo]:
+    """One step of T towards the plug's set point `p_set` (3,) m, world."""
+    mp, T = model.modal, model.T
+    # 1. free motion
+    qh_free = np.stack([mp.free_rate(state.q[s], state.qd[s]) for s in (0, 1)])
+    qd_free = 2.0 * qh_free - state.qd
+    a = model.admittance
+    A_pl = model.A_plug
+    b_pl = (a.mass / T - 0.5 * a.damping - 0.25 * a.stiffness * T) * state.V - a.stiffness * (state.p - p_set)
+    V_free = b_pl / A_pl
+    # 2-3. detection and representatives; the seat
+    cands = _detect(model, state)
+    seat_gap = state.p[2] - model.seat_z
+    m = len(cands) + (1 if seat_gap < model.band else 0)
+    lam = np.zeros((m, 3))
+    sweeps, resid = 0, 0.0
+    phi = np.zeros_like(state.q)
+    F_plug = np.zeros(3)
+    pen = max(0.0, -min([c[2] for c in cands] + [seat_gap]))
+    if m:
+        # 4. frames and the Delassus operator W (3m, 3m), end-of-step velocities
+        nrm = np.array([c[3] for c in cands] + ([[0.0, 0.0, -1.0]] if m > len(cands) else []))
+        C = _frames(nrm)
+        r = len(mp.w2)
+        J = np.zeros((m, 3, 2, r))                        # world velocity of side A per prong mode
+        for i, (s, j, _, _) in enumerate(cands):
+            J[i, :, s] = model.Ps[j]
+            J[i, 0, s] *= SIDES[s]
+        Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)   # frame rows
+        W = (Jc / np.tile(mp.mhat, 2)) @ Jc.T              # midpoint admittance of the prongs
+        Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)       # frame rows of the plug's velocity
+        W += (Cp / (2.0 * A_pl)) @ Cp.T                   # V_hat = (V + V+)/2, dV+/dF = 1/A_pl
+        u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
+        gaps = np.array([c[2] for c in cands] + ([seat_gap] if m > len(cands) else []))
+        bn = np.minimum(0.0, -gaps / T)
+        G = np.zeros((m, 3, 3 * m))
+        for i in range(m):
+            G[i, :, 3 * i:3 * i + 3] = np.eye(3)
+        mu = np.full(m, model.mu)
+        mu[len(cands):] = 0.0                              # the seat: frictionless
+        # 5. the contact solve
+        lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
+                                                 SOLVER_ITERATIONS, SOLVER_TOL, np.zeros((m, 3)),
+                                                 np.zeros(3 * m), 0.0, 0.0)
+        f_w = np.einsum("iab,ib->ia", C, lam)              # on side A, world
+        F_plug = -f_w.sum(axis=0)
+        phi = (Jc.T @ lam.ravel()).reshape(2, r)
+    # 6. integration
+    qh = phi / mp.mhat + qh_free
+    q1, qd1 = state.q + T * qh, 2.0 * qh - state.qd
+    V1 = (b_pl + F_plug) / A_pl
+    p1 = state.p + 0.5 * T * (state.V + V1)
+    floor = np.zeros(3)                                   # the floor's force on the socket
+    for s, side in enumerate(SIDES):
+        r = model.foot_M @ ((qd1[s] - state.qd[s]) / T) + model.foot_K @ (0.5 * (state.q[s] + q1[s]))
+        floor += r * np.array([side, 1.0, 1.0])
+    if m > len(cands):
+        floor[2] += lam[-1, 0]                            # the seat's load, carried by the floor
+    tip = mp.P[model.tip_row] @ q1.T                      # (2,) outward x of each hook's tip
+    return (SnapState(state.t + T, q1, qd1, p1, V1),
+            SnapInfo(F_plug, floor, pen, m, int(sweeps), float(resid), tip))
+
+
+@dataclass
+class Trace:
+    """Per step of ``run``: time s, plug z m, the contacts' force on the plug (3,) N, the floor's
+    force (3,) N, deepest penetration m, contacts, sweeps, residual N, hook deflections (2,) m,
+    the prongs' modal energy J, the plug's set point z m."""
+    t: list = field(default_factory=list)
+    z: list = field(default_factory=list)
+    plug_force: list = field(default_factory=list)
+    floor_force: list = field(default_factory=list)
+    penetration: list = field(default_factory=list)
+    contacts: list = field(default_factory=list)
+    sweeps: list = field(default_factory=list)
+    residual: list = field(default_factory=list)
+    deflection: list = field(default_factory=list)
+    prong_energy: list = field(default_factory=list)
+    z_set: list = field(default_factory=list)
+
+    def arrays(self) -> dict:
+        return {k: np.array(v) for k, v in self.__dict__.items()}
+
+
+def prong_energy(model: SnapModel, state: SnapState) -> float:
+    """J, both prongs' elastic and kinetic energy (the coupled model's, in its modes)."""
+    return sum(model.modal.energy(state.q[s], state.qd[s]) for s in (0, 1))
+
+
+def run(model: SnapModel, p0, speed: float, z_end: float, duration: float) -> tuple[SnapState, Trace]:
+    """The scripted insertion: the set point from `p0` straight down at `speed` m/s to `z_end`,
+    then held, for `duration` s."""
+    p0 = np.asarray(p0, float)
+    state, tr = start(model, p0), Trace()
+    for k in range(int(round(duration / model.T))):
+        z_set = max(p0[2] - speed * (k + 1) * model.T, z_end)
+        state, info = step(model, state, np.array([p0[0], p0[1], z_set]))
+        for name, v in (("t", state.t), ("z", state.p[2]), ("plug_force", info.plug_force),
+                        ("floor_force", info.floor_force), ("penetration", info.max_penetration),
+                        ("contacts", info.n_contacts), ("sweeps", info.sweeps), ("residual", info.residual),
+                        ("deflection", info.deflection), ("prong_energy", prong_energy(model, state)),
+                        ("z_set", z_set)):
+            getattr(tr, name).append(v)
+    return state, tr
