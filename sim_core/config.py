@@ -56,7 +56,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "scenario": {
         "name": Field("str", doc="label printed in the summary"),
         "task": Field("enum", choices=("peg_in_hole", "bolting", "docking", "bouncing_ball", "grinding",
-                                       "cable_winding"),
+                                       "cable_winding", "snap_fit"),
                       doc="which task metrics apply"),
         "duration": Field("float", gt=0.0, hi=MAX_DURATION, unit="s", doc="simulated time of a run"),
         "dt": Field("float", 0.01, lo=1e-4, hi=MAX_DT, unit="s",
@@ -272,6 +272,37 @@ SCHEMA: dict[str, dict[str, Field]] = {
                               doc="the held end's free span lengthens by this per newton of missing tension "
                                   "per second (integral; 0: the geometric path alone)"),
     },
+    "socket": {
+        "length": Field("float", 0.012, gt=0.0, hi=0.2, unit="m", doc="snap_fit: a prong's height, foot to tip"),
+        "width": Field("float", 0.008, gt=0.0, hi=0.2, unit="m", doc="snap_fit: a prong's width (y)"),
+        "thickness": Field("float", 0.0025, gt=0.0, hi=0.05, unit="m", doc="snap_fit: a prong's thickness (x)"),
+        "hook_depth": Field("float", 0.001, gt=0.0, hi=0.05, unit="m", doc="snap_fit: how far a hook reaches in"),
+        "lead_angle": Field("float", 30.0, gt=0.0, hi=90.0, unit="deg",
+                            doc="snap_fit: the hook's lead ramp from the insertion axis"),
+        "return_angle": Field("float", 60.0, gt=0.0, hi=90.0, unit="deg",
+                              doc="snap_fit: the hook's return face from the insertion axis (90: never lets go)"),
+        "spacing": Field("float", 0.0035, gt=0.0, hi=0.1, unit="m",
+                         doc="snap_fit: the prongs' inner faces at x = +-spacing"),
+        "E": Field("float", 1.6476e8, gt=0.0, unit="Pa",
+                   doc="snap_fit: Young's modulus (seed 003: ABS 1.6476e8 Pa; its \"164.7 Pa\" is a misprint)"),
+        "nu": Field("float", 0.35, gt=-1.0, doc="snap_fit: Poisson's ratio, below 0.5 (a solid)"),
+        "density": Field("float", 1040.0, lo=100.0, hi=25000.0, unit="kg/m^3", doc="snap_fit: the socket's density"),
+        "mesh": Field("enum", "coarse", choices=("coarse", "fine"),
+                      doc="snap_fit: the prong's mesh (quadratic tetrahedra; 648 / 1260 coordinates)"),
+        "order_contact": Field("int", 0, lo=0, hi=100000,
+                               doc="snap_fit: the contact segment's reduced order (0: its static shapes + 10)"),
+        "order_foot": Field("int", 0, lo=0, hi=100000,
+                            doc="snap_fit: the foot segment's reduced order (0: its static shapes + 10)"),
+        "seat": Field("float", 0.007, lo=0.0, hi=0.2, unit="m", doc="snap_fit: height of the seat the plug lands on"),
+    },
+    "plug": {
+        "head_half": Field("float", 0.0031, gt=0.0, hi=0.1, unit="m", doc="snap_fit: the plug head's half-width"),
+        "head_height": Field("float", 0.002, gt=0.0, hi=0.1, unit="m", doc="snap_fit: the plug head's height"),
+        "chamfer": Field("float", 0.0008, lo=0.0, hi=0.1, unit="m", doc="snap_fit: the head's 45 deg lower chamfer"),
+        "neck_half": Field("float", 0.0023, gt=0.0, hi=0.1, unit="m", doc="snap_fit: the neck's half-width"),
+        "mass": Field("float", 0.5, gt=0.0, hi=100.0, unit="kg",
+                      doc="snap_fit: the admittance's mass (seed 003 eq. (5)); its spring and damper are [drive]'s"),
+    },
     "start": {
         "position": Field("vec3", lo=-REACH, hi=REACH, unit="m", doc="initial centre of the moving part (world)"),
         "yaw_deg": Field("float", 0.0, lo=-MAX_TURN_DEG, hi=MAX_TURN_DEG, unit="deg",
@@ -406,6 +437,9 @@ def validate(raw: dict, src: str) -> dict:
         if cfg["scenario"]["task"] == "cable_winding" and cfg["contact"]["subsystems"] > cfg["cable"]["links"]:
             raise ConfigError(f"contact.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
                               f"got {cfg['contact']['subsystems']}")
+        if not cfg["socket"]["nu"] < 0.5:
+            raise ConfigError("socket.nu: must be < 0.5 for a solid (0.5 is incompressible), "
+                              f"got {cfg['socket']['nu']:g}")
         mats = raw.get("materials", {})
         if not isinstance(mats, dict):
             raise ConfigError(f"materials: expected tables [materials.NAME], got {type(mats).__name__}")

@@ -68,7 +68,7 @@ class ProngModels:
 def build(spec: ProngSpec | None = None, material: Material | None = None, level: str = "coarse",
           element: str = "p2", k_c: float = K_COUPLING, orders: tuple[int, int] | None = None) -> ProngModels:
     """The prong's models at mesh `level` (``connector.LEVELS``); `orders` the reduced orders
-    (default: each segment's static shapes + ``EXTRA_ORDER``)."""
+    (default, or an entry None: the segment's static shapes + ``EXTRA_ORDER``)."""
     spec, material = spec or ProngSpec(), material or Material()
     if level not in LEVELS:
         raise ValueError(f"mesh level: must be one of {sorted(LEVELS)}, got {level!r}")
@@ -81,8 +81,11 @@ def build(spec: ProngSpec | None = None, material: Material | None = None, level
     for i, (p, H) in enumerate(zip(sp_.parts, sp_.H)):
         B = selection(models.inputs(i), p.n).toarray().T
         K = p.K.toarray() + (k_c * (H.T @ H)).toarray() if i == 0 else p.K.toarray()
-        order = B.shape[1] + EXTRA_ORDER if orders is None else orders[i]   # 3 columns a node
-        bases.append(balanced_basis(p.M.toarray(), K, B, min(order, p.dof)))
+        if orders is None or orders[i] is None:
+            order = min(B.shape[1] + EXTRA_ORDER, p.dof)                # 3 columns a node
+        else:
+            order = orders[i]
+        bases.append(balanced_basis(p.M.toarray(), K, B, order))
     return ProngModels(spec, material, mesh, sp_, contact, tuple(bases), float(k_c))
 
 

@@ -37,7 +37,18 @@ that ringing (contacts opening and closing each step, then a blow-up within 0.4 
 midpoint velocity averages a ringing mode out (u_hat = u_k (1 + lambda) / 2, lambda ~ -1).
 Its price: a contact arriving at speed stops in the midpoint sense, u_k+1 = -u_k -- an elastic
 impact (seed 003's restitution epsilon = 1 in its v_eps = v_k+1 + eps v_k); the energy goes
-back into the bodies, to be dissipated by the admittance and any material damping.
+back into the bodies, to be dissipated by the admittance and any material damping.  The seat
+(the plug, rigid and resolved by the step, on the rigid base) is plastic once it touches slowly:
+while its gap is at most ``SEAT_TOUCH`` and stopping it within the step leaves it at most that far
+in (g + T u / 2 >= -SEAT_TOUCH), the target is b_n = min(0, u / 2) -- the plug at rest at the
+step's end, u_k+1 >= 0; otherwise b_n = min(0, -g / T): it lands exactly and rebounds (at
+|u| - 2 g / T < |u|, and the admittance's damper takes the rest) until it touches slowly.  Never
+positive, so no positive work.  Tried and dropped: the plastic target from a distance (it held
+the plug hovering 65 um above the seat: a force at a distance), plastic at any speed (the stop
+left it T |u| / 2 = 34 um in, held), and elastic throughout -- the plug bounced on the seat
+every step (a contact of infinite stiffness runs at w T = infinity:
+eigenvalue -1, undamped), and the
+floor read 6 N and 10 N on alternate steps.
 
 **The floor's reaction** (eq. (29), corrected in ``assembly``) is the prongs' fixed rows plus the
 seat's force on the plug: what a force sensor under the socket reads (seed 003 Fig. 7).
@@ -48,6 +59,7 @@ x_w = -(a + x).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,15 +73,25 @@ from sim_core.systems.fem.prong import ProngModels, surface_samples
 SIDES = (1.0, -1.0)          # right prong (x_w = a + x), left prong (mirrored)
 MAX_LLOYD = 30               # k-means iterations per step
 SOLVER_ITERATIONS = 200
+SEAT_TOUCH = 10e-6           # m: the plug touches the seat within this gap, and its plastic stop may
+                             # leave it this far in (module text)
 SOLVER_TOL = 1e-6            # N: natural residual (the forces are ~1-100 N)
 
 
 @dataclass(frozen=True)
 class Admittance:
-    """The plug's admittance (eq. (5)) per axis: mass kg, damping N s/m, stiffness N/m."""
+    """The plug's admittance (eq. (5)): mass kg; damping N s/m and stiffness N/m per world axis."""
     mass: float = 0.5
-    damping: float = 40.0
-    stiffness: float = 2000.0
+    damping: tuple = (40.0, 40.0, 40.0)
+    stiffness: tuple = (2000.0, 2000.0, 2000.0)
+
+    @property
+    def D(self) -> np.ndarray:
+        return np.asarray(self.damping, float)
+
+    @property
+    def K(self) -> np.ndarray:
+        return np.asarray(self.stiffness, float)
 
 
 @dataclass(frozen=True)
@@ -91,13 +113,14 @@ class SnapModel:
     admittance: Admittance
     mu: float
     T: float
-    band: float = 0.2e-3         # m, nodes this close to the plug are contact candidates
+    band: float = 0.2e-3         # m, points this close to the plug are contact candidates (plus twice
+                                 # the plug's travel in the step: it lands at up to ~0.4 m/s after the click)
     clusters: int = 16           # representatives per prong (8 let a prong twist past one: 93 um)
 
     @property
     def A_plug(self) -> np.ndarray:
         a = self.admittance
-        return np.full(3, a.mass / self.T + 0.5 * a.damping + 0.25 * a.stiffness * self.T)
+        return a.mass / self.T + 0.5 * a.D + 0.25 * a.K * self.T
 
 
 @dataclass
@@ -120,17 +143,37 @@ class SnapInfo:
     deflection: np.ndarray = field(default_factory=lambda: np.zeros(2))   # m, each hook tip's outward x
 
 
+MODELS = ("whole", "segmented", "reduced")    # seed 003 Fig. 5's Models 1 (2), 3 and 4
+
+
+def _prong_dynamics(prong: ProngModels, T: float, model: str):
+    """(ModalPmi with P over the contact segment's nodes, foot_K, foot_M) for `model`: the whole
+    FEM in its modes, the segmented one (both segments full, the cut's spring) in the coupled
+    modes, or the segmented, reduced one (``CoupledPmi.modal``)."""
+    if model not in MODELS:
+        raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
+    if model == "whole":
+        w = prong.whole
+        full = ModalPmi.build(w.M, w.K, T)
+        rows = (3 * prong.split.whole_of[0][:, None] + np.arange(3)).ravel()   # segment 1's nodes
+        mp = ModalPmi(full.P[rows], full.w2, full.mhat, full.T)
+        fixed, M_af, K_af, nodal = w.X_fixed, w.M_af, w.K_af, full.P
+    else:
+        c = prong.coupled_pmi(T, reduced=model == "reduced")
+        mp, R = c.modal()
+        r1 = c.Mr[0].shape[0]
+        p2 = prong.split.parts[1]
+        fixed, M_af, K_af = p2.X_fixed, p2.M_af, p2.K_af
+        nodal = c.seg[1].Q @ R[r1:]                      # segment 2's nodal coordinates per mode
+    nf = len(fixed)
+    return mp, (K_af @ nodal).reshape(nf, 3, -1).sum(axis=0), (M_af @ nodal).reshape(nf, 3, -1).sum(axis=0)
+
+
 def build(prong: ProngModels, plug: PlugSpec | None = None, spacing: float = 3.5e-3, seat_z: float = 7.0e-3,
-          admittance: Admittance | None = None, mu: float = 0.163, T: float = 1e-3, **kw) -> SnapModel:
-    """The snap model on the prongs' coupled, reduced model (Model 4)."""
-    c = prong.coupled_pmi(T, reduced=True)
-    mp, R = c.modal()
-    r1 = prong.bases[0].order
-    foot_nodal = prong.bases[1].Q @ R[r1:]                 # segment 2's nodal coordinates per mode
-    p2 = prong.split.parts[1]
-    nf = len(p2.X_fixed)
-    foot_K = (p2.K_af @ foot_nodal).reshape(nf, 3, -1).sum(axis=0)
-    foot_M = (p2.M_af @ foot_nodal).reshape(nf, 3, -1).sum(axis=0)
+          admittance: Admittance | None = None, mu: float = 0.163, T: float = 1e-3, model: str = "reduced",
+          **kw) -> SnapModel:
+    """The snap model; `model` picks the prongs' dynamics (``MODELS``; default Model 4)."""
+    mp, foot_K, foot_M = _prong_dynamics(prong, T, model)
     X, nodes, w = surface_samples(prong)
     Ps = np.einsum("kn,knar->kar", w, mp.P.reshape(-1, 3, mp.P.shape[1])[nodes])
     Xc = prong.split.parts[0].X[prong.contact]
@@ -168,8 +211,9 @@ def _detect(model: SnapModel, state: SnapState):
     d, g = plug_sdf(model.plug, np.stack([rel_x.ravel(), rel_z.ravel()], axis=1))
     d, g = d.reshape(2, k), g.reshape(2, k, 2)
     out = []
+    reach = model.band + 2.0 * model.T * float(np.linalg.norm(state.V))   # the plug's travel this step, and more
     for s in (0, 1):
-        near = np.flatnonzero(d[s] < model.band)
+        near = np.flatnonzero(d[s] < reach)
         if len(near) > model.clusters:
             rel = np.stack([rel_x[s, near], X[s, near, 1] - state.p[1], rel_z[s, near]], axis=1)
             near = near[_representatives(rel, g[s, near], d[s, near], model.clusters)]
@@ -190,15 +234,14 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
     mp, T = model.modal, model.T
     # 1. free motion
     qh_free = np.stack([mp.free_rate(state.q[s], state.qd[s]) for s in (0, 1)])
-    qd_free = 2.0 * qh_free - state.qd
     a = model.admittance
     A_pl = model.A_plug
-    b_pl = (a.mass / T - 0.5 * a.damping - 0.25 * a.stiffness * T) * state.V - a.stiffness * (state.p - p_set)
+    b_pl = (a.mass / T - 0.5 * a.D - 0.25 * a.K * T) * state.V - a.K * (state.p - p_set)
     V_free = b_pl / A_pl
     # 2-3. detection and representatives; the seat
     cands = _detect(model, state)
     seat_gap = state.p[2] - model.seat_z
-    m = len(cands) + (1 if seat_gap < model.band else 0)
+    m = len(cands) + (1 if seat_gap < model.band + 2.0 * T * max(0.0, -state.V[2]) else 0)
     lam = np.zeros((m, 3))
     sweeps, resid = 0, 0.0
     phi = np.zeros_like(state.q)
@@ -220,6 +263,10 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
         u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
         gaps = np.array([c[2] for c in cands] + ([seat_gap] if m > len(cands) else []))
         bn = np.minimum(0.0, -gaps / T)
+        if m > len(cands):                                # the seat: rigid on rigid, plastic (module text)
+            u_seat = -C[-1, :, 0] @ state.V
+            plastic = seat_gap <= SEAT_TOUCH and seat_gap + 0.5 * T * u_seat >= -SEAT_TOUCH
+            bn[-1] = min(0.0, 0.5 * u_seat if plastic else -seat_gap / T)
         G = np.zeros((m, 3, 3 * m))
         for i in range(m):
             G[i, :, 3 * i:3 * i + 3] = np.eye(3)
@@ -252,7 +299,7 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
 class Trace:
     """Per step of ``run``: time s, plug z m, the contacts' force on the plug (3,) N, the floor's
     force (3,) N, deepest penetration m, contacts, sweeps, residual N, hook deflections (2,) m,
-    the prongs' modal energy J, the plug's set point z m."""
+    the prongs' modal energy J, the plug's set point z m, the wall clock after the step s."""
     t: list = field(default_factory=list)
     z: list = field(default_factory=list)
     plug_force: list = field(default_factory=list)
@@ -264,6 +311,7 @@ class Trace:
     deflection: list = field(default_factory=list)
     prong_energy: list = field(default_factory=list)
     z_set: list = field(default_factory=list)
+    wall: list = field(default_factory=list)         # s, perf_counter after the step
 
     def arrays(self) -> dict:
         return {k: np.array(v) for k, v in self.__dict__.items()}
@@ -274,6 +322,16 @@ def prong_energy(model: SnapModel, state: SnapState) -> float:
     return sum(model.modal.energy(state.q[s], state.qd[s]) for s in (0, 1))
 
 
+def record(tr: Trace, model: SnapModel, state: SnapState, info: SnapInfo, z_set: float) -> None:
+    """Append one step to `tr`."""
+    for name, v in (("t", state.t), ("z", state.p[2]), ("plug_force", info.plug_force),
+                    ("floor_force", info.floor_force), ("penetration", info.max_penetration),
+                    ("contacts", info.n_contacts), ("sweeps", info.sweeps), ("residual", info.residual),
+                    ("deflection", info.deflection), ("prong_energy", prong_energy(model, state)),
+                    ("z_set", z_set), ("wall", time.perf_counter())):
+        getattr(tr, name).append(v)
+
+
 def run(model: SnapModel, p0, speed: float, z_end: float, duration: float) -> tuple[SnapState, Trace]:
     """The scripted insertion: the set point from `p0` straight down at `speed` m/s to `z_end`,
     then held, for `duration` s."""
@@ -282,10 +340,5 @@ def run(model: SnapModel, p0, speed: float, z_end: float, duration: float) -> tu
     for k in range(int(round(duration / model.T))):
         z_set = max(p0[2] - speed * (k + 1) * model.T, z_end)
         state, info = step(model, state, np.array([p0[0], p0[1], z_set]))
-        for name, v in (("t", state.t), ("z", state.p[2]), ("plug_force", info.plug_force),
-                        ("floor_force", info.floor_force), ("penetration", info.max_penetration),
-                        ("contacts", info.n_contacts), ("sweeps", info.sweeps), ("residual", info.residual),
-                        ("deflection", info.deflection), ("prong_energy", prong_energy(model, state)),
-                        ("z_set", z_set)):
-            getattr(tr, name).append(v)
+        record(tr, model, state, info, z_set)
     return state, tr

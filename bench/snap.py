@@ -1,0 +1,68 @@
+"""Seed 003 Fig. 5's ladder on the snap fit (issue 27): the same scripted insertion (the plug's set
+point down at 20 mm/s, 0.8 s at T = 1 ms) on each prong model and mesh, in one run.
+
+    python bench/snap.py [--mesh coarse fine] [--duration 0.8]
+
+Rows: Model 1 -- the whole FEM (in its modes); Model 2 -- Model 1 with the neural detection: not
+built (the plug's exact signed distance serves every row, so Model 1 is the detection-neutral
+baseline); Model 3 -- segmented, both segments full, the cut's spring; Model 4 -- segmented and
+reduced (the scenario's).  Per row: coordinates, step median and p99 (wall clock, every step after
+a warm-up run), the rate in kHz, the ratio to Model 1's median, and the physics each gives (the
+click's time, the peak insertion force, the deepest penetration) so a faster row that changed
+the answer shows it.  Timings vary ~1.6x between runs of this VM: compare rows of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sim_core.systems.fem import prong as prong_mod  # noqa: E402
+from sim_core.systems.fem import snap  # noqa: E402
+
+P0, SPEED, Z_END = (0.0, 0.0, 12.5e-3), 20e-3, 3e-3
+LABEL = {"whole": "Model 1 whole", "segmented": "Model 3 segmented", "reduced": "Model 4 reduced"}
+
+
+def row(pm, model: str, duration: float) -> dict:
+    m = snap.build(pm, model=model)
+    snap.run(m, P0, SPEED, Z_END, 0.05)                     # warm-up: kernels loaded, caches hot
+    _, tr = snap.run(m, P0, SPEED, Z_END, duration)
+    a = tr.arrays()
+    dt = np.diff(a["wall"])
+    k = int(np.argmax(np.diff(a["z"]) < -50e-6))
+    return {"coords": len(m.modal.w2), "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
+            "click": float(a["t"][k]) if k else float("nan"), "peak": float(a["plug_force"][:k or None, 2].max()),
+            "pen": float(a["penetration"].max())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mesh", nargs="+", default=["coarse", "fine"], choices=["coarse", "fine"])
+    ap.add_argument("--duration", type=float, default=0.8, help="simulated seconds per row (default 0.8)")
+    a = ap.parse_args(argv)
+    for mesh in a.mesh:
+        pm = prong_mod.build(level=mesh)
+        print(f"\n{mesh} mesh: whole {pm.whole.dof} coordinates; segments "
+              f"{pm.split.parts[0].dof} + {pm.split.parts[1].dof}; reduced {pm.bases[0].order} + {pm.bases[1].order}")
+        print(f"{'model':20s} {'coords':>6s} {'median ms':>9s} {'p99 ms':>7s} {'kHz':>6s} {'vs M1':>6s} "
+              f"{'click s':>8s} {'peak N':>7s} {'pen um':>7s}")
+        base = None
+        for model in ("whole", None, "segmented", "reduced"):
+            if model is None:
+                print(f"{'Model 2 neural':20s} not built (issue 27: the plug's trained SDF)")
+                continue
+            r = row(pm, model, a.duration)
+            base = base or r["median"]
+            print(f"{LABEL[model]:20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
+                  f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
+                  f"{r['pen'] * 1e6:7.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
