@@ -177,9 +177,10 @@ def polygon_sdf(P: np.ndarray, poly: np.ndarray) -> tuple[np.ndarray, np.ndarray
     inside = np.all(side <= 0.0, axis=1)
     dist = np.sqrt(dist2[k, j])
     sdf = np.where(inside, side.max(axis=1), dist)
-    g_out = d[k, j] / np.maximum(dist, 1e-300)[:, None]
     g_in = nrm_e[np.argmax(side, axis=1)]
-    return sdf, np.where(inside[:, None], g_in, g_out)
+    on = dist <= 1e-15 * max(1.0, float(np.abs(poly).max()))     # on the boundary: the edge's normal
+    g_out = d[k, j] / np.where(on, 1.0, dist)[:, None]
+    return sdf, np.where((inside | on)[:, None], g_in, g_out)
 
 
 def plug_sdf(spec: PlugSpec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,9 +15,10 @@ Z_END = 3e-3                 # m: 4 mm below the seat -- the admittance presses 
 DURATION = 0.8               # s: the click comes at ~0.47 s
 # geometric interference per prong: head half-width - the hook tip's rest x
 INTERFERENCE = 3.1e-3 - 2.5e-3
-# m: deepest penetration allowed (measured 0.4 um: the surface points and 16 representatives per
-# prong; 8 let a prong twist past an unconstrained twin point, 93 um)
-PENETRATION_BOUND = 5e-6
+# m: deepest penetration allowed: the seat's plastic stop leaves the plug at most SEAT_TOUCH in;
+# at the hooks measured 0.4-1.8 um (the surface points and 16 representatives per prong; 8 let
+# a prong twist past an unconstrained twin point, 93 um)
+PENETRATION_BOUND = snap.SEAT_TOUCH
 # the prongs back near rest: their mean deflection over the last 0.2 s, against the interference
 # (undamped they ring about rest; measured mean < 1e-4 of it, amplitude 0.05 mm)
 REST_MEAN = 0.02
@@ -56,7 +57,7 @@ def test_the_snap_clicks_seats_and_the_prongs_come_back_to_rest():
     assert defl[:k + 5].max() > 0.9 * INTERFERENCE             # bent out over the head
     # the drop: within 5 ms of the click the plug is through and the hooks let go
     assert np.abs(Fz[k + 5:k + 20]).min() < 0.2 * before
-    assert z[-1] == pytest.approx(model().seat_z, abs=2e-6)     # seated
+    assert z[-1] == pytest.approx(model().seat_z, abs=snap.SEAT_TOUCH)   # seated (its plastic stop)
     tail = defl[-200:]
     assert np.abs(tail.mean(axis=0)).max() < REST_MEAN * INTERFERENCE
     assert np.abs(tail).max() < REST_AMPLITUDE * INTERFERENCE
