@@ -19,6 +19,23 @@ from sim_core.systems.fem.assembly import Material
 CLICK_DROP = 50e-6      # m: a fall of the plug this large in one step is the click (20 mm/s moves 20 um)
 
 
+def not_on_the_core(cfg: dict, src: str = "config", *_):
+    """``tasks.TASKS``' build / figures for snap_fit: the snap steps on its own (its prongs are
+    FEM, not the core's 6-wide body blocks: ``systems.base``), so the core's world and session
+    refuse it in one line rather than half-run it."""
+    raise ConfigError(f"{src}: scenario.task: snap_fit steps on its own (sim_core.systems.fem.snap), not on "
+                      "the core's bodies: run it with `tightsim run snap_fit --headless`; its session is not "
+                      "built yet (issue 27)")
+
+
+def dims(cfg: dict, src: str = "config") -> tuple[dict, dict]:
+    """(socket, plug) dimensions, m."""
+    so, pl = cfg["socket"], cfg["plug"]
+    return ({"prong_length": so["length"], "prong_width": so["width"], "prong_thickness": so["thickness"],
+             "hook_depth": so["hook_depth"], "spacing": so["spacing"], "seat": so["seat"]},
+            {"head_half": pl["head_half"], "head_height": pl["head_height"], "neck_half": pl["neck_half"]})
+
+
 def build(cfg: dict, src: str = "config") -> snap.SnapModel:
     """The snap model of a validated config; bad combinations as one-line ``ConfigError``s."""
     so, pl = cfg["socket"], cfg["plug"]
