@@ -16,7 +16,20 @@ from sim_core.systems.fem import prong as prong_mod
 from sim_core.systems.fem import snap
 from sim_core.systems.fem.assembly import Material
 
-CLICK_DROP = 50e-6      # m: a fall of the plug this large in one step is the click (20 mm/s moves 20 um)
+CLICK_LET_GO = 0.5      # the click: the hooks' mean deflection falls by this share of its peak so far
+CLICK_WITHIN = 5        # steps (5 ms): ... this fast (the prongs' first mode, ~1 kHz, takes a quarter period)
+
+
+def click_step(a: dict) -> int:
+    """The step the hooks let go (``CLICK_LET_GO`` of their peak deflection lost within
+    ``CLICK_WITHIN`` steps), or -1.  The plug's own fall is no test: a soft socket lets it follow
+    its set point, with no jump."""
+    d = a["deflection"].mean(axis=1)
+    peak = np.maximum.accumulate(d)
+    for k in range(len(d) - CLICK_WITHIN):
+        if peak[k] > 0.0 and d[k] >= 0.8 * peak[k] and d[k + CLICK_WITHIN] < (1.0 - CLICK_LET_GO) * peak[k]:
+            return k
+    return -1
 
 
 def not_on_the_core(cfg: dict, src: str = "config", *_):
@@ -90,8 +103,7 @@ def simulate(model: snap.SnapModel, cfg: dict, duration: float | None = None, on
 
 def summarize(model: snap.SnapModel, tr: snap.Trace, wall: float) -> dict:
     a = tr.arrays()
-    drop = np.diff(a["z"]) < -CLICK_DROP
-    k = int(np.argmax(drop)) if drop.any() else -1
+    k = click_step(a)
     Fz = a["plug_force"][:, 2]
     peak = int(np.argmax(Fz[:k])) if k > 0 else int(np.argmax(Fz))
     seated = abs(a["z"][-1] - model.seat_z) <= snap.SEAT_TOUCH     # the seat's plastic stop leaves it that close

@@ -47,3 +47,25 @@ def test_bad_snap_values_are_one_line_naming_file_and_key(tmp_path, edit, key):
     lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
     assert len(lines) == 1, r.stderr
     assert str(cfg) in lines[0] and key in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("name", ["snap_fit", "snap_fit_lan", "snap_fit_cap"])
+def test_each_connector_clicks_and_seats_undamped(name):
+    """The shipped connector and seed 003 Sec. V-D's two others (E = 50 MPa, nu = 0.35, a shelf
+    that never lets go; E = 100 MPa, nu = 0.1, a 45 deg return): no damping anywhere in the
+    prongs, the hooks let go (``snap_fit.click_step``), the plug seats and the floor carries its
+    push, with no penetration beyond the seat's plastic stop."""
+    from sim_core import config as config_mod
+    from sim_core.scenarios import snap_fit
+    from sim_core.systems.fem import snap
+
+    cfg = config_mod.load(ROOT / "config" / f"{name}.toml")
+    m = snap_fit.build(cfg)
+    assert not np.any(m.prong.split.parts[0].D.toarray())          # undamped
+    _, tr, wall = snap_fit.simulate(m, cfg)
+    s = snap_fit.summarize(m, tr, wall)
+    assert s["clicked"] and s["seated"], s
+    a = tr.arrays()
+    assert a["penetration"].max() <= snap.SEAT_TOUCH
+    assert np.abs(a["floor_force"][-200:, 2].mean() - a["plug_force"][-1, 2]) < 0.02 * a["plug_force"][-1, 2]
+    assert np.abs(a["deflection"][-200:].mean(axis=0)).max() < 0.05 * s["max_hook_deflection_m"]
