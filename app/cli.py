@@ -128,6 +128,8 @@ def cmd_snap(a) -> int:
         logger.error("snap_fit: runs headless for now (no session, no MCAP log yet: issue 27); "
                      "drop --device / --log")
         return 2
+    if not a.headless and _has_display():
+        logger.warning("snap_fit: no window for it yet (issue 27); running headless")
     path = scenario_path(a.scenario)
     cfg = config_mod.load(path)
     model = snap_fit.build(cfg, str(path))

@@ -134,12 +134,15 @@ def summary_lines(s: dict) -> list[str]:
             f"steps               {s['steps']} in {s['wall_s']:.2f} s"]
 
 
-def _panel(img, top: int, height: int, x, y, colour, x_grid: float, y_grid: float, pad: int = 10) -> None:
-    """A line plot of y over x into rows [top, top + height) of img: 0 to the largest y, grey
-    gridlines every x_grid and y_grid, black axes."""
+def _panel(img, top: int, height: int, x, y, colour, x_grid: float, y_grid: float, pad: int = 10,
+           y_top: float | None = None) -> None:
+    """A line plot of y over x into rows [top, top + height) of img: 0 to `y_top` (default the
+    largest y; larger values run into the top edge), grey gridlines every x_grid and y_grid,
+    black axes."""
     w = img.shape[1]
     x_lo, x_hi = float(np.min(x)), float(np.max(x))
-    x_hi, y_hi = x_hi if x_hi > x_lo else x_lo + 1e-9, max(float(np.max(y)), 1e-9)
+    x_hi = x_hi if x_hi > x_lo else x_lo + 1e-9
+    y_hi = max(float(np.max(y)) if y_top is None else y_top, 1e-9)
 
     def px(xv, yv):
         c = pad + (w - 2 * pad - 1) * np.clip((np.asarray(xv) - x_lo) / (x_hi - x_lo), 0, 1)
@@ -162,12 +165,17 @@ def _panel(img, top: int, height: int, x, y, colour, x_grid: float, y_grid: floa
 
 def plot_png(tr: snap.Trace, path: Path | str, size=(480, 480)) -> None:
     """Two panels: above, the contacts' force on the plug (z, blue) over its travel, grey lines
-    every 1 mm and 5 N; below, the floor's reaction (z, red) over time, every 0.1 s and 5 N."""
+    every 1 mm and 5 N; below, the floor's reaction (z, red) over time, every 0.1 s and 5 N.
+    Both scaled to 1.5x the insertion's peak (before the click): the plug's landing on the seat
+    is an impulse many times larger, which runs off the top instead of flattening the curve."""
     from sim_core.io.png import write_png
 
     a = tr.arrays()
     w, h = size
+    k = click_step(a)
+    Fz = a["plug_force"][:, 2]
+    top = 1.5 * max(float(Fz[:k].max()) if k > 0 else float(Fz.max()), float(Fz[-1]), 1e-9)
     img = np.full((h, w, 3), 255, np.uint8)
-    _panel(img, 0, h // 2, a["z"][0] - a["z"], a["plug_force"][:, 2], (40, 90, 220), 1e-3, 5.0)
-    _panel(img, h // 2, h - h // 2, a["t"], a["floor_force"][:, 2], (220, 60, 40), 0.1, 5.0)
+    _panel(img, 0, h // 2, a["z"][0] - a["z"], Fz, (40, 90, 220), 1e-3, 5.0, y_top=top)
+    _panel(img, h // 2, h - h // 2, a["t"], a["floor_force"][:, 2], (220, 60, 40), 0.1, 5.0, y_top=top)
     write_png(path, img)
