@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sim_core.scenarios import snap_fit  # noqa: E402
 from sim_core.systems.fem import prong as prong_mod  # noqa: E402
 from sim_core.systems.fem import snap  # noqa: E402
 
@@ -34,9 +35,10 @@ def row(pm, model: str, duration: float) -> dict:
     _, tr = snap.run(m, P0, SPEED, Z_END, duration)
     a = tr.arrays()
     dt = np.diff(a["wall"])
-    k = int(np.argmax(np.diff(a["z"]) < -50e-6))
+    k = snap_fit.click_step(a)                             # the hooks let go
     return {"coords": len(m.modal.w2), "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
-            "click": float(a["t"][k]) if k else float("nan"), "peak": float(a["plug_force"][:k or None, 2].max()),
+            "click": float(a["t"][k]) if k > 0 else float("nan"),
+            "peak": float(a["plug_force"][:k if k > 0 else None, 2].max()),
             "pen": float(a["penetration"].max())}
 
 

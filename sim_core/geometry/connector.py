@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 MIN_CELLS_Z = 4        # the fewest cells up a prong: fewer cannot place the hook's breaks
 
@@ -191,3 +192,57 @@ def plug_sdf(spec: PlugSpec, P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     i = np.argmin(d, axis=0)
     k = np.arange(len(P))
     return d[i, k], np.stack([o[1] for o in out])[i, k]
+
+
+def packed_polygons(spec: PlugSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The plug's pieces for ``union_sdf``: vertices (pieces, v_max, 2) and counts (pieces,)."""
+    polys = spec.polygons()
+    V = np.zeros((len(polys), max(len(p) for p in polys), 2))
+    for i, p in enumerate(polys):
+        V[i, :len(p)] = p
+    return V, np.array([len(p) for p in polys], np.int64)
+
+
+@njit(cache=True)
+def union_sdf(P, V, counts, d_out, g_out):
+    """``plug_sdf`` as a kernel: the union of convex ccw polygons V (pieces, v_max, 2) with
+    `counts` vertices, at points P (k, 2), into d_out (k,) and g_out (k, 2).  The same sums per
+    point as ``polygon_sdf`` (tested equal), without the temporaries (the snap step's detection:
+    0.6 ms a step in NumPy on the fine mesh)."""
+    for q in range(P.shape[0]):
+        px, pz = P[q, 0], P[q, 1]
+        best = np.inf
+        bx, bz = 0.0, 0.0
+        for c in range(V.shape[0]):
+            n = counts[c]
+            dmin2, sidemax = np.inf, -np.inf
+            cx, cz, sx, sz = 0.0, 0.0, 0.0, 0.0
+            for e in range(n):
+                ax, az = V[c, e, 0], V[c, e, 1]
+                ex, ez = V[c, (e + 1) % n, 0] - ax, V[c, (e + 1) % n, 1] - az
+                wx, wz = px - ax, pz - az
+                t = (wx * ex + wz * ez) / (ex * ex + ez * ez)
+                t = min(max(t, 0.0), 1.0)
+                dx, dz = wx - t * ex, wz - t * ez
+                d2 = dx * dx + dz * dz
+                if d2 < dmin2:
+                    dmin2, cx, cz = d2, dx, dz
+                L = math.sqrt(ex * ex + ez * ez)
+                nx, nz = ez / L, -ex / L
+                side = wx * nx + wz * nz
+                if side > sidemax:
+                    sidemax, sx, sz = side, nx, nz
+            dist = math.sqrt(dmin2)
+            scale = 0.0
+            for e in range(n):
+                scale = max(scale, abs(V[c, e, 0]), abs(V[c, e, 1]))
+            on = dist <= 1e-15 * max(1.0, scale)
+            if sidemax <= 0.0 or on:
+                d, gx, gz = (sidemax if sidemax <= 0.0 else dist), sx, sz
+            else:
+                d, gx, gz = dist, cx / dist, cz / dist
+            if d < best:
+                best, bx, bz = d, gx, gz
+        d_out[q] = best
+        g_out[q, 0] = bx
+        g_out[q, 1] = bz

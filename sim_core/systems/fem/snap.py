@@ -66,7 +66,7 @@ import numpy as np
 
 from sim_core.contact import solver_sor
 from sim_core.contact.clustering import kmeans_labels
-from sim_core.geometry.connector import PlugSpec, plug_sdf
+from sim_core.geometry.connector import PlugSpec, packed_polygons, union_sdf
 from sim_core.systems.fem.pmi import ModalPmi
 from sim_core.systems.fem.prong import ProngModels, surface_samples
 
@@ -113,6 +113,7 @@ class SnapModel:
     admittance: Admittance
     mu: float
     T: float
+    plug_polygons: tuple = ()    # ``connector.packed_polygons(plug)``, for the detection kernel
     band: float = 0.2e-3         # m, points this close to the plug are contact candidates (plus twice
                                  # the plug's travel in the step: it lands at up to ~0.4 m/s after the click)
     clusters: int = 16           # representatives per prong (8 let a prong twist past one: 93 um)
@@ -178,8 +179,9 @@ def build(prong: ProngModels, plug: PlugSpec | None = None, spacing: float = 3.5
     Ps = np.einsum("kn,knar->kar", w, mp.P.reshape(-1, 3, mp.P.shape[1])[nodes])
     Xc = prong.split.parts[0].X[prong.contact]
     tip = prong.contact[np.lexsort((-Xc[:, 2], Xc[:, 0]))[0]]   # the hook's innermost node, the highest
-    return SnapModel(prong, plug or PlugSpec(), mp, Ps, X, foot_K, foot_M, int(3 * tip), spacing, seat_z,
-                     admittance or Admittance(), mu, T, **kw)
+    plug = plug or PlugSpec()
+    return SnapModel(prong, plug, mp, Ps, X, foot_K, foot_M, int(3 * tip), spacing, seat_z,
+                     admittance or Admittance(), mu, T, packed_polygons(plug), **kw)
 
 
 def start(model: SnapModel, p0) -> SnapState:
@@ -208,7 +210,8 @@ def _detect(model: SnapModel, state: SnapState):
     sides = np.array(SIDES)[:, None]
     rel_x = sides * (model.spacing + X[..., 0]) - state.p[0]
     rel_z = X[..., 2] - state.p[2]
-    d, g = plug_sdf(model.plug, np.stack([rel_x.ravel(), rel_z.ravel()], axis=1))
+    d, g = np.empty(2 * k), np.empty((2 * k, 2))
+    union_sdf(np.stack([rel_x.ravel(), rel_z.ravel()], axis=1), *model.plug_polygons, d, g)   # = plug_sdf
     d, g = d.reshape(2, k), g.reshape(2, k, 2)
     out = []
     reach = model.band + 2.0 * model.T * float(np.linalg.norm(state.V))   # the plug's travel this step, and more

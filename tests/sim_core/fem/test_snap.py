@@ -109,3 +109,18 @@ def test_modal_prongs_pass_eq6_under_the_snap_forces():
         peak = max(peak, snap.prong_energy(m, state))
     assert peak > 5e-4                                           # the hooks were bent (~1 mJ), and let go
     assert abs(snap.prong_energy(m, state) - work) < 1e-9 * peak
+
+
+def test_the_detection_kernel_is_the_numpy_sdf_bit_for_bit():
+    """``connector.union_sdf`` (the step's kernel) against ``plug_sdf`` on random points and on
+    the outline's vertices and edge midpoints (where the normal comes from the edge)."""
+    from sim_core.geometry.connector import PlugSpec, packed_polygons, plug_sdf, union_sdf
+    spec = PlugSpec()
+    P = np.random.default_rng(0).uniform([-5e-3, -2e-3], [5e-3, 10e-3], size=(5000, 2))
+    for poly in spec.polygons():
+        P = np.vstack([P, poly, 0.5 * (poly + np.roll(poly, -1, axis=0))])
+    d0, g0 = plug_sdf(spec, P)
+    d1, g1 = np.empty(len(P)), np.empty((len(P), 2))
+    union_sdf(P, *packed_polygons(spec), d1, g1)
+    assert np.array_equal(d0, d1) and np.array_equal(g0, g1)
+    assert np.allclose(np.linalg.norm(g1, axis=1), 1.0)
