@@ -112,17 +112,17 @@ def _shipped(out: Path, default: Path, a) -> str:
     return ""
 
 
-def _task_of(name: str) -> str:
+def _config_of(name: str) -> tuple[str, dict | None]:
+    """(path, validated config) of a scenario name or path; (path, None) if there is no file (the
+    loader says so in its own line later)."""
     from sim_core import config as config_mod
     from sim_core.paths import scenario_path
-    path = scenario_path(name)
-    return config_mod.load(path)["scenario"]["task"] if Path(path).exists() else ""
+    path = str(scenario_path(name))
+    return path, (config_mod.load(path) if Path(path).exists() else None)
 
 
-def cmd_snap(a) -> int:
+def cmd_snap(a, path: str, cfg: dict) -> int:
     """``run`` for the snap fit (seed 003): headless, its own step (``systems.fem.snap``)."""
-    from sim_core import config as config_mod
-    from sim_core.paths import scenario_path
     from sim_core.scenarios import snap_fit
     if a.device or a.log:
         logger.error("snap_fit: runs headless for now (no session, no MCAP log yet: issue 27); "
@@ -130,9 +130,7 @@ def cmd_snap(a) -> int:
         return 2
     if not a.headless and _has_display():
         logger.warning("snap_fit: no window for it yet (issue 27); running headless")
-    path = scenario_path(a.scenario)
-    cfg = config_mod.load(path)
-    model = snap_fit.build(cfg, str(path))
+    model = snap_fit.build(cfg, path)
     _, tr, wall = snap_fit.simulate(model, cfg, a.duration)
     s = snap_fit.summarize(model, tr, wall)
     print("\n".join(snap_fit.summary_lines(s)))
@@ -148,8 +146,9 @@ def cmd_run(a) -> int:
     if bad:
         logger.error(bad)
         return 2
-    if _task_of(a.scenario) == "snap_fit":
-        return cmd_snap(a)
+    path, cfg = _config_of(a.scenario)
+    if cfg is not None and cfg["scenario"]["task"] == "snap_fit":
+        return cmd_snap(a, path, cfg)
     if getattr(a, "plot", None):
         logger.error("--plot: only the snap_fit scenario draws one")
         return 2

@@ -31,8 +31,9 @@ LABEL = {"whole": "Model 1 whole", "segmented": "Model 3 segmented", "reduced": 
 
 def row(pm, model: str, duration: float) -> dict:
     m = snap.build(pm, model=model)
-    snap.run(m, P0, SPEED, Z_END, 0.05)                     # warm-up: kernels loaded, caches hot
-    _, tr = snap.run(m, P0, SPEED, Z_END, duration)
+    path = snap.descent(P0, SPEED, Z_END)
+    snap.run(m, P0, path, 0.05)                             # warm-up: kernels loaded, caches hot
+    _, tr = snap.run(m, P0, path, duration)
     a = tr.arrays()
     dt = np.diff(a["wall"])
     k = snap_fit.click_step(a)                             # the hooks let go

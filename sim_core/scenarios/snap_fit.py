@@ -90,14 +90,8 @@ def set_point(cfg: dict, t: float) -> np.ndarray:
 def simulate(model: snap.SnapModel, cfg: dict, duration: float | None = None, on_step=None):
     """Run the config's insertion: (final state, ``snap.Trace``, wall seconds)."""
     duration = cfg["scenario"]["duration"] if duration is None else duration
-    state, tr = snap.start(model, cfg["start"]["position"]), snap.Trace()
     wall = time.perf_counter()
-    for _ in range(int(round(duration / model.T))):
-        p_set = set_point(cfg, state.t + model.T)
-        state, info = snap.step(model, state, p_set)
-        snap.record(tr, model, state, info, p_set[2])
-        if on_step is not None:
-            on_step(state, info)
+    state, tr = snap.run(model, cfg["start"]["position"], lambda t: set_point(cfg, t), duration, on_step)
     return state, tr, time.perf_counter() - wall
 
 

@@ -23,13 +23,13 @@ import numpy as np
 
 from sim_core.geometry.connector import LEVELS, ProngSpec, prong_mesh
 from sim_core.systems.fem.assembly import FemModel, Material
-from sim_core.systems.fem.pmi import CoupledPmi, LinearPmi, Segment
+from sim_core.systems.fem.pmi import CoupledPmi, Segment
 from sim_core.systems.fem.reduction import Basis, balanced_basis
 from sim_core.systems.fem.segments import Split, selection, split
 
 INNER_SIDE = 1e-9        # m: a node at x <= this is on the prong's inner side (the plug's)
-K_COUPLING = 1e8         # N/m per node and axis: the cut's spring (static error ~ 1/k_c: 5e-6 of
-                         # the tip deflection at 1e8, docs/snap.md; PMI keeps it stable at any k_c)
+K_COUPLING = 1e8         # N/m per node and axis: the cut's spring (static error ~ 1/k_c: 2.8e-5 at
+                         # the contact nodes at 1e8, docs/snap.md; PMI keeps it stable at any k_c)
 EXTRA_ORDER = 10         # balanced states beyond a segment's static shapes (docs/snap.md)
 
 
@@ -51,11 +51,12 @@ class ProngModels:
 
     def inputs(self, i: int) -> np.ndarray:
         """Segment i's input nodes (contact nodes first for segment 0, then the cut's)."""
-        return np.concatenate([self.contact, self.split.couple[0]]) if i == 0 else self.split.couple[1]
+        return _inputs(self.split, self.contact, i)
 
-    def whole_pmi(self, T: float) -> LinearPmi:
-        w = self.whole
-        return LinearPmi.build(w.M, w.D, w.K, T)
+    def basis_stiffness(self, i: int) -> np.ndarray:
+        """The stiffness segment i's basis is computed on (``reduction``): the contact segment's
+        with its cut's springs to ground (it floats), the foot segment's own."""
+        return _basis_stiffness(self.split, self.k_c, i)
 
     def coupled_pmi(self, T: float, reduced: bool, d_c: float = 0.0) -> CoupledPmi:
         segs = []
@@ -63,6 +64,15 @@ class ProngModels:
             Q = self.bases[i].Q if reduced else np.eye(p.dof)
             segs.append(Segment(p.M.toarray(), p.D.toarray(), p.K.toarray(), H.toarray(), Q))
         return CoupledPmi.build(segs[0], segs[1], self.k_c, d_c, T)
+
+
+def _inputs(sp_: Split, contact: np.ndarray, i: int) -> np.ndarray:
+    return np.concatenate([contact, sp_.couple[0]]) if i == 0 else sp_.couple[1]
+
+
+def _basis_stiffness(sp_: Split, k_c: float, i: int) -> np.ndarray:
+    K, H = sp_.parts[i].K, sp_.H[i]
+    return (K + k_c * (H.T @ H)).toarray() if i == 0 else K.toarray()
 
 
 def build(spec: ProngSpec | None = None, material: Material | None = None, level: str = "coarse",
@@ -76,11 +86,10 @@ def build(spec: ProngSpec | None = None, material: Material | None = None, level
     sp_ = split(mesh, material, element, spec.hook_bottom)
     p1 = sp_.parts[0]
     contact = np.flatnonzero(p1.surface & (p1.X[:, 0] <= INNER_SIDE) & ~np.isin(np.arange(p1.n), sp_.couple[0]))
-    models = ProngModels(spec, material, mesh, sp_, contact, (None, None), float(k_c))
     bases = []
-    for i, (p, H) in enumerate(zip(sp_.parts, sp_.H)):
-        B = selection(models.inputs(i), p.n).toarray().T
-        K = p.K.toarray() + (k_c * (H.T @ H)).toarray() if i == 0 else p.K.toarray()
+    for i, p in enumerate(sp_.parts):
+        B = selection(_inputs(sp_, contact, i), p.n).toarray().T
+        K = _basis_stiffness(sp_, k_c, i)
         if orders is None or orders[i] is None:
             order = min(B.shape[1] + EXTRA_ORDER, p.dof)                # 3 columns a node
         else:

@@ -70,22 +70,28 @@ class Basis:
 def _pair_gramians(w: np.ndarray, zeta: float) -> tuple[np.ndarray, np.ndarray]:
     """(Xc, Xo): (n, n) the position entries of the unit-input controllability and unit-output
     observability Sylvester solutions for every mode pair (the module's text)."""
-    n = len(w)
     wi, wj = np.meshgrid(w, w, indexing="ij")
+
     def a(x):                                      # (.., 2, 2) [[-2 zeta w, -w^2], [1, 0]]
         return np.stack([np.stack([-2 * zeta * x, -x * x], -1), np.stack([np.ones_like(x), 0 * x], -1)], -2)
 
     Ai, Aj = a(wi), a(wj)
+    tr = (0, 1, 3, 2)
+    Xc = _pair_sylvester(Ai, Aj, 0)                   # A_i X + X A_j^T + E_11 = 0
+    Xo = _pair_sylvester(Ai.transpose(tr), Aj.transpose(tr), 3)   # A_i^T Y + Y A_j + E_22 = 0
+    return Xc, Xo
+
+
+def _pair_sylvester(Ai: np.ndarray, Aj: np.ndarray, k: int) -> np.ndarray:
+    """(n, n): entry (1, 1) of X solving A_i X + X A_j^T + E = 0 for every pair, E the unit
+    matrix at column-major vec index k (0: E_11, 3: E_22)."""
+    n = Ai.shape[0]
     I2 = np.eye(2)
     # vec(A_i X + X A_j^T) = (I (x) A_i + A_j (x) I) vec(X), column-major vec: row 2 col + row
     L = (np.einsum("...ac,bd->...badc", Ai, I2) + np.einsum("...bd,ac->...badc", Aj, I2)).reshape(n, n, 4, 4)
-    e11 = np.array([1.0, 0.0, 0.0, 0.0])          # vec(E_11), column-major
-    Xc = np.linalg.solve(L, -np.broadcast_to(e11, (n, n, 4))[..., None])[..., 0]
-    # observability: A_i^T Y + Y A_j + E_22 = 0
-    Lt = (np.einsum("...ca,bd->...badc", Ai, I2) + np.einsum("...db,ac->...badc", Aj, I2)).reshape(n, n, 4, 4)
-    e22 = np.array([0.0, 0.0, 0.0, 1.0])
-    Xo = np.linalg.solve(Lt, -np.broadcast_to(e22, (n, n, 4))[..., None])[..., 0]
-    return Xc[..., 3], Xo[..., 3]                  # the (q, q) entry: vec index 3 = (1, 1)
+    rhs = np.zeros((n, n, 4, 1))
+    rhs[..., k, 0] = -1.0
+    return np.linalg.solve(L, rhs)[..., 3, 0]        # the (q, q) entry: vec index 3 = (1, 1)
 
 
 def _psd_sqrt(P: np.ndarray) -> np.ndarray:

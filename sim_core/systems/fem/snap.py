@@ -189,11 +189,6 @@ def start(model: SnapModel, p0) -> SnapState:
     return SnapState(0.0, np.zeros((2, r)), np.zeros((2, r)), np.asarray(p0, float).copy(), np.zeros(3))
 
 
-def to_world(model: SnapModel, side: float, X_local: np.ndarray) -> np.ndarray:
-    """Prong-frame points (k, 3) of prong `side` in world axes."""
-    return np.stack([side * (model.spacing + X_local[:, 0]), X_local[:, 1], X_local[:, 2]], axis=1)
-
-
 def _frames(n: np.ndarray) -> np.ndarray:
     """(k, 3, 3) columns [n t1 t2] for unit normals n (k, 3)."""
     a = np.where(np.abs(n[:, 2:3]) < 0.9, np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
@@ -251,7 +246,7 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
     F_plug = np.zeros(3)
     pen = max(0.0, -min([c[2] for c in cands] + [seat_gap]))
     if m:
-        # 4. frames and the Delassus operator W (3m, 3m), end-of-step velocities
+        # 4. frames and the Delassus operator W (3m, 3m) of the midpoint velocities
         nrm = np.array([c[3] for c in cands] + ([[0.0, 0.0, -1.0]] if m > len(cands) else []))
         C = _frames(nrm)
         r = len(mp.w2)
@@ -270,9 +265,7 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
             u_seat = -C[-1, :, 0] @ state.V
             plastic = seat_gap <= SEAT_TOUCH and seat_gap + 0.5 * T * u_seat >= -SEAT_TOUCH
             bn[-1] = min(0.0, 0.5 * u_seat if plastic else -seat_gap / T)
-        G = np.zeros((m, 3, 3 * m))
-        for i in range(m):
-            G[i, :, 3 * i:3 * i + 3] = np.eye(3)
+        G = np.eye(3 * m).reshape(m, 3, 3 * m)            # contact space: the solver's identity rows
         mu = np.full(m, model.mu)
         mu[len(cands):] = 0.0                              # the seat: frictionless
         # 5. the contact solve
@@ -289,8 +282,8 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
     p1 = state.p + 0.5 * T * (state.V + V1)
     floor = np.zeros(3)                                   # the floor's force on the socket
     for s, side in enumerate(SIDES):
-        r = model.foot_M @ ((qd1[s] - state.qd[s]) / T) + model.foot_K @ (0.5 * (state.q[s] + q1[s]))
-        floor += r * np.array([side, 1.0, 1.0])
+        foot = model.foot_M @ ((qd1[s] - state.qd[s]) / T) + model.foot_K @ (0.5 * (state.q[s] + q1[s]))
+        floor += foot * np.array([side, 1.0, 1.0])
     if m > len(cands):
         floor[2] += lam[-1, 0]                            # the seat's load, carried by the floor
     tip = mp.P[model.tip_row] @ q1.T                      # (2,) outward x of each hook's tip
@@ -335,13 +328,21 @@ def record(tr: Trace, model: SnapModel, state: SnapState, info: SnapInfo, z_set:
         getattr(tr, name).append(v)
 
 
-def run(model: SnapModel, p0, speed: float, z_end: float, duration: float) -> tuple[SnapState, Trace]:
-    """The scripted insertion: the set point from `p0` straight down at `speed` m/s to `z_end`,
-    then held, for `duration` s."""
+def descent(p0, speed: float, z_end: float):
+    """The scripted insertion's set point: from `p0` straight down at `speed` m/s to `z_end`, then
+    held; a function of time."""
     p0 = np.asarray(p0, float)
+    return lambda t: np.array([p0[0], p0[1], max(p0[2] - speed * t, z_end)])
+
+
+def run(model: SnapModel, p0, set_point, duration: float, on_step=None) -> tuple[SnapState, Trace]:
+    """Step from rest at `p0` for `duration` s, the plug's set point `set_point(t)` at each step's
+    end; each step recorded (``record``) and handed to `on_step(state, info)`."""
     state, tr = start(model, p0), Trace()
-    for k in range(int(round(duration / model.T))):
-        z_set = max(p0[2] - speed * (k + 1) * model.T, z_end)
-        state, info = step(model, state, np.array([p0[0], p0[1], z_set]))
-        record(tr, model, state, info, z_set)
+    for _ in range(int(round(duration / model.T))):
+        p_set = set_point(state.t + model.T)
+        state, info = step(model, state, p_set)
+        record(tr, model, state, info, p_set[2])
+        if on_step is not None:
+            on_step(state, info)
     return state, tr

@@ -38,7 +38,7 @@ def model() -> snap.SnapModel:
 
 @functools.cache
 def insertion() -> dict:
-    _, tr = snap.run(model(), P0, SPEED, Z_END, DURATION)
+    _, tr = snap.run(model(), P0, snap.descent(P0, SPEED, Z_END), DURATION)
     return tr.arrays()
 
 
@@ -98,10 +98,10 @@ def test_modal_prongs_pass_eq6_under_the_snap_forces():
     m = model()
     state = snap.start(m, P0)
     work, peak = 0.0, 0.0
-    for k in range(520):
-        z_set = max(P0[2] - SPEED * (k + 1) * m.T, Z_END)
+    path = snap.descent(P0, SPEED, Z_END)
+    for _ in range(520):
         q0, qd0 = state.q.copy(), state.qd.copy()
-        state, info = snap.step(m, state, np.array([0.0, 0.0, z_set]))
+        state, info = snap.step(m, state, path(state.t + m.T))
         # each prong's generalized contact force from its step, against its midpoint rate
         qh = (state.q - q0) / m.T
         phi = m.modal.mhat * (qh - np.stack([m.modal.free_rate(q0[s], qd0[s]) for s in (0, 1)]))
