@@ -121,23 +121,46 @@ def _config_of(name: str) -> tuple[str, dict | None]:
     return path, (config_mod.load(path) if Path(path).exists() else None)
 
 
+def _batch_log(path: str | None, cfg: dict, model, state):
+    """A headless run's MCAP log (None without --log): its config, its session line, the start."""
+    if not path:
+        return None
+    from sim_core.io.log import LogWriter
+    log = LogWriter(path)
+    log.put("/config", 0.0, cfg)
+    log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
+                              "physics": "step"})
+    log.part_state(state, model.hand_body)
+    return log
+
+
 def cmd_snap(a, path: str, cfg: dict) -> int:
-    """``run`` for the snap fit (seed 003): headless, its own step (``systems.fem.snap``)."""
-    from sim_core.scenarios import snap_fit
-    if a.device or a.log:
-        logger.error("snap_fit: runs headless for now (no session, no MCAP log yet: issue 27); "
-                     "drop --device / --log")
-        return 2
-    if not a.headless and _has_display():
-        logger.warning("snap_fit: no window for it yet (issue 27); running headless")
-    model = snap_fit.build(cfg, path)
-    _, tr, wall = snap_fit.simulate(model, cfg, a.duration)
-    s = snap_fit.summarize(model, tr, wall)
-    print("\n".join(snap_fit.summary_lines(s)))
+    """``run`` for the snap fit (seed 003), headless: the core's step with the prongs as its
+    system (``snap_run.simulate``), the snap's own summary (the click, the insertion force, the
+    floor), the task line, the plot; with --log, the log a replay re-runs.  With a device or a
+    window it is a session like every task's (``cmd_session``)."""
+    from sim_core.scenarios import scenario, snap_fit, snap_run
+    if a.device or (not a.headless and _has_display()):
+        a.device = a.device or "keyboard"
+        return cmd_session(a)
+    model, state = snap_fit.world(cfg, path)
+    log = _batch_log(a.log, cfg, model, state)
+
+    def on_step(prev, inp, after, info):
+        if log:
+            log.physics_step(prev, inp, after, info, model.hand_body)
+    try:
+        res, tr, wall = snap_run.simulate(cfg, path, a.duration, on_step=on_step)
+    finally:
+        if log:
+            log.close_in_process()
+    s = snap_fit.summarize(snap_fit.socket_of(res.model).snap, tr, wall)
+    fig = scenario.task_figures(res)
+    print("\n".join(snap_fit.summary_lines(s) + [scenario.task_line(fig)]))
     if a.plot:
         snap_fit.plot_png(tr, a.plot)
     if a.summary_json:
-        Path(a.summary_json).write_text(json.dumps(s, indent=2) + "\n")
+        Path(a.summary_json).write_text(json.dumps({**s, **fig}, indent=2) + "\n")
     return 0
 
 
@@ -163,14 +186,7 @@ def cmd_run(a) -> int:
         if not a.headless:
             logger.warning("running headless (no display)")
         duration = a.duration if a.duration is not None else cfg["scenario"]["duration"]
-        log = None
-        if a.log:
-            from sim_core.io.log import LogWriter
-            log = LogWriter(a.log)
-            log.put("/config", 0.0, cfg)
-            log.put("/session", 0.0, {"device": "scripted:waypoints", "sched_fifo": False, "headless": True,
-                                      "physics": "step"})
-            log.part_state(state, model.hand_body)
+        log = _batch_log(a.log, cfg, model, state)
 
         def on_step(prev, inp, after, info):
             if log:

@@ -26,6 +26,7 @@ from sim_core.contact import materials
 from sim_core.dynamics import couplings
 from sim_core.io.records import ARM_NQ, MAX_CONTACTS, PHYS, PROXY, TICK, pack_physics, snapshot_layout
 from sim_core.systems.arm.system import joints
+from sim_core.systems.base import view_numbers
 from sim_core.types import Inputs, State
 
 
@@ -53,26 +54,32 @@ def proxy_inputs(v: np.ndarray, model=None, state: State | None = None) -> Input
 def held_pull(model, state: State, body: int) -> np.ndarray:
     """(6,) [f_w N; tau_b N m]: what the couplings on `body` (a cable's joints) pull it with at
     `state` -- the potential's force, the generalized force ``couplings.apply`` adds at rest
-    (zero twist: the damping's share left out).  Zeros without couplings on it."""
+    (zero twist: the damping's share left out) -- and what a system says the hand holding `body`
+    feels of it (its ``pull``: the snap socket's, through the plug's admittance).  Zeros without
+    either."""
+    out = np.zeros(6)
+    for s, sub in zip(model.systems, state.systems):
+        if hasattr(s, "pull"):
+            out += s.pull(model, sub, body)
     cp = model.couplings
     if cp is None or len(cp) == 0:
-        return np.zeros(6)
+        return out
     on = np.flatnonzero((cp.a == body) | (cp.b == body))
     if on.size == 0:
-        return np.zeros(6)
+        return out
     sub = type(cp)(*(None if v is None else v[on] for v in (getattr(cp, f.name) for f in fields(cp))))
     n = len(state.p_w)
     A, rhs = np.zeros((n, 6, 6)), np.zeros((n, 6))
     couplings.apply(sub, state.p_w, state.R_wb, np.zeros((n, 6)), model.dt, A, rhs, np.zeros((n, 3)))
-    return rhs[body].copy()
+    return out + rhs[body]
 
 
 def local_contact_array(at: State, c, model, body: int = 0, state: State | None = None) -> np.ndarray:
     """The contacts `c` that push `body` (the held part), in its body frame at the pose `at`
     they were found at, each with the friction of its pair's material
     (``materials.per_contact``); a contact whose other side is `body` is turned round (its
-    normal pushes `body`).  With the physics `state`: the pull of `body`'s couplings there too
-    (``held_pull``, ``LocalContact.f_ext``)."""
+    normal pushes `body`).  With the physics `state`: the pull of `body`'s couplings and systems
+    there too (``held_pull``, ``LocalContact.f_ext``)."""
     pull = None if state is None else held_pull(model, state, body)
     if c is None or len(c) == 0:
         r_b = np.zeros((0, 3))
@@ -107,10 +114,12 @@ def proxy_contacts(model, state: State, inp: Inputs):
     return at, step_mod.collide(model, at, model.dt).contacts
 
 
-def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | None = None) -> np.ndarray:
+def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | None = None,
+                   model=None) -> np.ndarray:
     """The render loop's snapshot of a step (``records.snapshot_layout``: every body's pose);
     ``task``: the live task figure's fields (``scenario.LiveFigures.fields``), none (zeros: no
-    figure) without one."""
+    figure) without one; with the `model`, its systems' numbers for the view
+    (``systems.base.view_numbers``)."""
     m = 0 if info.contacts is None else min(len(info.contacts), MAX_CONTACTS)
     x = np.zeros((MAX_CONTACTS, 3))
     f = np.zeros((MAX_CONTACTS, 3))
@@ -120,9 +129,10 @@ def snapshot_array(st: State, info, stats: RateStats, misses: int, task: dict | 
     aq = joints(st)[0]
     q = np.zeros(ARM_NQ)
     q[:aq.size] = aq
-    return snapshot_layout(st.p_w.shape[0]).pack(t=st.t, p=st.p_w, R=st.R_wb, n=m, x=x, f=f, rate=stats.rate(),
-                         step=sum(info.times.values()), max_pen=info.max_penetration, misses=misses,
-                         steps=stats.count, nq=aq.size, q=q, **(task or {}))
+    shape = np.zeros(0) if model is None else view_numbers(model, st)
+    return snapshot_layout(st.p_w.shape[0], shape.size).pack(
+        t=st.t, p=st.p_w, R=st.R_wb, n=m, x=x, f=f, rate=stats.rate(), step=sum(info.times.values()),
+        max_pen=info.max_penetration, misses=misses, steps=stats.count, nq=aq.size, q=q, shape=shape, **(task or {}))
 
 
 def log_ticks(log, records: np.ndarray) -> None:
@@ -198,7 +208,7 @@ def run(model, state: State, proxy_slot, contact_slot, snap_slot, ring, log, sto
         stats.tick(start, end)
         if task is not None:
             task.update(before, state)
-        snap_slot.write(snapshot_array(state, info, stats, misses, None if task is None else task.fields()))
+        snap_slot.write(snapshot_array(state, info, stats, misses, None if task is None else task.fields(), model))
         if phys_ring is not None:
             phys_ring.put(pack_physics(before, inp, state, info, rec, model.hand_body))
         if log is not None:

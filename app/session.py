@@ -37,6 +37,7 @@ from app.events import ROOT, as_message, event, process_logger
 from app.loops import child_signals, sleep_until, start_up_done, try_realtime, wait_for_go
 from sim_core.io.records import PHYS, PROXY, TICK, snapshot_layout
 from sim_core.io.shm import Ring, RingWriter, SeqSlot, StopFlag
+from sim_core.systems.base import view_size
 
 RING_CAPACITY = 8192          # 8 s of haptic ticks (2.8 MB); the logger drains every 20 ms
 PHYS_RING_CAPACITY = 1024     # 10 s of physics steps (0.9 MB)
@@ -125,10 +126,12 @@ def _physics_main(spec: dict, stop, out, ready=None, go=None, realtime=None) -> 
     from sim_core.systems.arm.system import joints
     model, _, cfg = scenario.load(spec["scenario"])
     state = start_state(spec)
+    if len(state.systems) != len(model.systems):       # a system other than the arm (the snap socket):
+        state = step_mod.start(model, state)            # its start at the spec's poses
     h = model.hand_body
     proxy = SeqSlot(PROXY.size, name=spec["proxy"], create=False)
     contact = SeqSlot(PACKED_SIZE, name=spec["contact"], create=False)
-    snap = SeqSlot(snapshot_layout(model.n_bodies).size, name=spec["snapshot"], create=False)
+    snap = SeqSlot(snapshot_layout(model.n_bodies, view_size(model)).size, name=spec["snapshot"], create=False)
     phys_ring = Ring(PHYS.size, spec["phys_ring_capacity"], name=spec["phys_ring"], create=False)
     writer = (RingWriter(phys_ring, PHYS.slices["seq"].start,
                          spec.get("spill_limits", {}).get("physics", int(SPILL_LIMIT_S / model.dt)))
@@ -302,7 +305,7 @@ def run_session(scenario_name: str, device: str, duration: float, log_path: str 
         dev.close()
     ctx = mp.get_context("spawn")
     slots = {"proxy": SeqSlot(PROXY.size), "contact": SeqSlot(PACKED_SIZE),
-             "snapshot": SeqSlot(snapshot_layout(model.n_bodies).size)}
+             "snapshot": SeqSlot(snapshot_layout(model.n_bodies, view_size(model)).size)}
     keyboard = None
     device_label = device
     script = None

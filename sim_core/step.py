@@ -324,17 +324,23 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
 
 
 def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: float = 0.0,
-            dt: float = 0.0) -> StepInfo:
-    # tau, grasp_error: what the systems report (``systems.base.System.advance``)
+            dt: float = 0.0, wrench=None, max_penetration: float = 0.0, n_contacts: int = 0,
+            sweeps: int = 0) -> StepInfo:
+    # what the systems report (``systems.base.System.advance``): tau, grasp_error (the arm's);
+    # a system with contacts of its own (the snap socket's): their wrench (B,6) on the bodies,
+    # deepest penetration m, contacts, sweeps -- joined to the core's own
     """What a step reports, from its contacts, the candidates' depths and the solve."""
     tau = np.zeros(0) if tau is None else tau
     pen = -found.d_all[found.d_all < 0.0]
-    return StepInfo(n_candidates=found.n_candidates, n_contacts=found.n_contacts, n_clusters=len(found.contacts),
-                    max_penetration=float(pen.max()) if pen.size else 0.0,
+    gen = sol.generalized.reshape(model.n_bodies, 6)
+    return StepInfo(n_candidates=found.n_candidates, n_contacts=found.n_contacts + n_contacts,
+                    n_clusters=len(found.contacts) + n_contacts,
+                    max_penetration=max(float(pen.max()) if pen.size else 0.0, max_penetration),
                     mean_penetration=float(pen.mean()) if pen.size else 0.0,
-                    fallback=found.fallback, contact_wrench=sol.generalized.reshape(model.n_bodies, 6),
-                    sweeps=sol.sweeps, contacts=found.contacts, forces_w=sol.forces_w, times=laps.times,
-                    tau=tau, grasp_error=grasp_error, dt=dt, capped=getattr(sol, "capped", False))
+                    fallback=found.fallback, contact_wrench=gen if wrench is None else gen + wrench,
+                    sweeps=max(sol.sweeps, sweeps), contacts=found.contacts, forces_w=sol.forces_w,
+                    times=laps.times, tau=tau, grasp_error=grasp_error, dt=dt,
+                    capped=getattr(sol, "capped", False))
 
 
 def start(model: Model, state: State) -> State:

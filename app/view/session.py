@@ -144,14 +144,24 @@ class ViewWorld:
     bodies: tuple                  # ((mesh name, com_part (3,) m), ...) per body of the model
     shapes: tuple                  # ((mesh name, p_ws (3,) m, R_ws (3,3)), ...) per fixed shape
     hand: int = 0                  # index in bodies: Model.hand_body
+    systems: tuple = ()            # ((system, its numbers' slice of the snapshot's ``shape``), ...): the
+                                   # systems the view draws deforming (``view_parts``: the snap socket)
+    shape: int = 0                 # the snapshot's ``shape`` size (``systems.base.view_size``)
 
 
 def view_world(model) -> ViewWorld:
-    """The ``ViewWorld`` of a ``types.Model`` (mesh names are the bodies' and shapes' names)."""
+    """The ``ViewWorld`` of a ``types.Model`` (mesh names are the bodies' and shapes' names; a
+    system's, its ``VIEW_NAME``)."""
+    drawn, o = [], 0
+    for s in model.systems:
+        n = int(getattr(s, "view_size", 0))
+        if n:
+            drawn.append((s, slice(o, o + n)))
+            o += n
     return ViewWorld(bodies=tuple((b.name, np.asarray(b.com_part, float)) for b in model.bodies),
                      shapes=tuple((s.name, np.asarray(s.p_ws, float), np.asarray(s.R_ws, float))
                                   for s in model.shapes if s.body == WORLD),
-                     hand=int(model.hand_body))
+                     hand=int(model.hand_body), systems=tuple(drawn), shape=o)
 
 
 def snapshot(sv: np.ndarray, pv: np.ndarray, world: ViewWorld, render_fps: float, arm=None):
@@ -159,7 +169,7 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, world: ViewWorld, render_fps: float
     the snapshot's pose, the ghost of the held body at the proxy's; `arm`
     (``systems.arm.arm.Arm``): draw it at the configuration the physics has it in."""
     from app.view.window import Snapshot
-    lay = snapshot_layout(len(world.bodies))
+    lay = snapshot_layout(len(world.bodies), world.shape)
     n = int(lay.get(sv, "n")[0])
     x = lay.get(sv, "x").reshape(MAX_CONTACTS, 3)[:n]
     f = lay.get(sv, "f").reshape(MAX_CONTACTS, 3)[:n]
@@ -181,6 +191,11 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, world: ViewWorld, render_fps: float
     P = lay.get(sv, "p").reshape(-1, 3)
     R = lay.get(sv, "R").reshape(-1, 3, 3)
     parts = [(name, p, R_ws, STATIC_RGBA) for name, p, R_ws in world.shapes]
+    deformed = {}
+    for system, at in world.systems:                    # drawn where the physics has bent them
+        for name, V in system.view_parts(lay.get(sv, "shape")[at]).items():
+            parts.append((name, np.zeros(3), np.eye(3), STATIC_RGBA))
+            deformed[name] = V
     for (name, com), p_b, R_b in zip(world.bodies, P, R):
         parts.append((name, p_b - R_b @ com, R_b.copy(), MOVING_RGBA))
     held, com = world.bodies[world.hand]
@@ -192,7 +207,7 @@ def snapshot(sv: np.ndarray, pv: np.ndarray, world: ViewWorld, render_fps: float
         from sim_core.systems.arm.visual import arm_solids
         solids = arm_solids(arm, lay.get(sv, "q")[:nq].copy())
     return Snapshot(t=float(PROXY.get(pv, "t")[0]), parts=parts, ghost=(held, p_ghost, R_ghost),
-                    contacts=x.copy(), forces=f.copy(), hud=hud, arm=solids)
+                    contacts=x.copy(), forces=f.copy(), hud=hud, arm=solids, shapes=deformed)
 
 
 def make_renderer(scenario_name: str, width: int = 1280, height: int = 720, visible: bool = True,

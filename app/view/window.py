@@ -100,6 +100,9 @@ class Snapshot:
     """(M, 3) contact forces at those points, world, N (drawn as arrows from the point)"""
     hud: dict = field(default_factory=dict)
     """HUD lines, label -> text, drawn in insertion order"""
+    shapes: dict = field(default_factory=dict)
+    """mesh name -> its vertices (n, 3) this frame, in the order ``View.add_mesh`` got them:
+    a deforming part (the snap socket's prongs), its faces unchanged"""
 
 
 def _load_gl() -> bool:
@@ -225,6 +228,19 @@ class View:
         self._bounds[name] = np.array([[x, y, z] for x in (lo[0], hi[0])
                                        for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
 
+    def update_mesh(self, name: str, vertices: np.ndarray) -> None:
+        """Move the vertices of the mesh `name` (added before; its faces stay): a deforming part."""
+        self.window.switch_to()
+        _, faces = self._mesh_data[name]
+        if len(vertices) != len(self._mesh_data[name][0]):
+            raise ValueError(f"update_mesh: {name}: {len(vertices)} vertices, the mesh has "
+                             f"{len(self._mesh_data[name][0])}")
+        self._meshes[name].update(view_mesh.interleave(vertices, faces))
+        self._mesh_data[name] = (np.asarray(vertices, float), faces)
+        old = self._outlines.pop(name, None)
+        if old is not None:
+            old.delete()
+
     def _mesh(self, name: str) -> GpuMesh:
         if name not in self._meshes:
             path = self.mesh_dir / f"{name}.ply"
@@ -264,6 +280,8 @@ class View:
         self.camera.width, self.camera.height = w, h
         for name, *_ in list(snap.parts) + ([snap.ghost] if snap.ghost else []):
             self._mesh(name)
+        for name, V in snap.shapes.items():
+            self.update_mesh(name, V)
         if self.auto_fit and not self._fitted:
             self.fit(snap)
         self._target.bind()

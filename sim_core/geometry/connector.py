@@ -246,3 +246,84 @@ def union_sdf(P, V, counts, d_out, g_out):
         d_out[q] = best
         g_out[q, 0] = bx
         g_out[q, 1] = bz
+
+
+# ---- the view's surfaces ----------------------------------------------------------------------
+
+def prism_mesh(poly: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
+    """A convex x-z polygon (k, 2), counter-clockwise in (x, z), extruded over y in [y0, y1]:
+    (vertices (2k, 3), faces (4k - 4, 3)) counter-clockwise seen from outside."""
+    k = len(poly)
+    V = np.vstack([np.column_stack([poly[:, 0], np.full(k, y), poly[:, 1]]) for y in (y0, y1)])
+    F = []
+    for i in range(k):                                  # the sides
+        j = (i + 1) % k
+        F += [(i, k + j, j), (i, k + i, k + j)]
+    for i in range(1, k - 1):                           # the two end caps (fans)
+        F += [(0, i, i + 1), (k, k + i + 1, k + i)]
+    return V, np.array(F, np.int64)
+
+
+def box_mesh(lo, hi) -> tuple[np.ndarray, np.ndarray]:
+    """An axis-aligned box from `lo` to `hi` (3,): (vertices (8, 3), faces (12, 3))."""
+    (x0, y0, z0), (x1, y1, z1) = lo, hi
+    return prism_mesh(np.array([[x0, z0], [x1, z0], [x1, z1], [x0, z1]]), y0, y1)
+
+
+def tet_surface(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """The boundary of a tetrahedral mesh (a ``skfem.MeshTet``): (its vertices (n, 3), the boundary
+    triangles (F, 3) as indices into them, counter-clockwise seen from outside)."""
+    P = mesh.p.T
+    bf = mesh.boundary_facets()
+    tri = mesh.facets[:, bf].T.copy()
+    el = mesh.f2t[0, bf]                                # the one tetrahedron on each boundary facet
+    centre = P[mesh.t[:, el]].mean(axis=0)              # (F, 3) its centroid: inside
+    a, b, c = P[tri[:, 0]], P[tri[:, 1]], P[tri[:, 2]]
+    inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), centre - a) > 0.0
+    tri[inward] = tri[inward][:, ::-1]
+    return P.copy(), tri.astype(np.int64)
+
+
+SEAT_CLEARANCE = 0.1e-3   # m: the seat's pedestal stops this short of the prongs' inner faces (the view)
+BASE_THICKNESS = 1.5e-3   # m: the socket's base plate under the prongs' feet (the view)
+
+
+def socket_surface(prong_tets, spec: ProngSpec, spacing: float, seat: float):
+    """The socket the view draws, world frame: two prongs (the right one x_w = spacing + x, the
+    left one mirrored), a base plate under their feet and the seat's pedestal between them.
+    Returns (vertices (n, 3), faces (F, 3), vertex (n,) each vertex's index in the prong's mesh
+    (-1: the base), side (n,) +1 right, -1 left, 0 the base) -- a prong vertex moves with its
+    prong (``systems.fem.snap_socket.SnapSocket.view_parts``)."""
+    Pv, Pf = tet_surface(prong_tets)
+    outer = spacing + spec.thickness
+    half = 0.5 * spec.width
+    parts = [box_mesh((-outer, -half, -BASE_THICKNESS), (outer, half, 0.0)),
+             box_mesh((-(spacing - SEAT_CLEARANCE), -half, 0.0), (spacing - SEAT_CLEARANCE, half, seat))]
+    V, F, vertex, side = [], [], [], []
+    n = 0
+    for sgn in (1.0, -1.0):
+        Vs = Pv.copy()
+        Vs[:, 0] = sgn * (spacing + Pv[:, 0])
+        V.append(Vs)
+        F.append((Pf if sgn > 0 else Pf[:, ::-1]) + n)   # a mirror turns the faces inside out
+        vertex.append(np.arange(len(Pv)))
+        side.append(np.full(len(Pv), sgn))
+        n += len(Pv)
+    for Vb, Fb in parts:
+        V.append(Vb)
+        F.append(Fb + n)
+        vertex.append(np.full(len(Vb), -1))
+        side.append(np.zeros(len(Vb)))
+        n += len(Vb)
+    return np.vstack(V), np.vstack(F), np.concatenate(vertex), np.concatenate(side)
+
+
+def plug_surface(spec: PlugSpec, y_half: float) -> tuple[np.ndarray, np.ndarray]:
+    """The plug the view draws, its frame: the head and the neck prisms over y in [-y_half, y_half]."""
+    V, F, n = [], [], 0
+    for poly in spec.polygons():
+        Vp, Fp = prism_mesh(poly, -y_half, y_half)
+        V.append(Vp)
+        F.append(Fp + n)
+        n += len(Vp)
+    return np.vstack(V), np.vstack(F)

@@ -36,15 +36,17 @@ PROXY = Layout(t=1, p=3, R=9, V=6, device_wrench=6, proxy_contact=6, energy=1, p
                late=1, fault=1, realtime=1, ticks=1, device_p=3, device_q=4)
 
 
-def snapshot_layout(bodies: int = 1) -> Layout:
+def snapshot_layout(bodies: int = 1, shape: int = 0) -> Layout:
     """physics -> render: every body's pose and the contacts (written every physics step),
     sized by the world's body count: ``p`` (B*3) m, each body's COM (world), ``R`` (B*9),
     each body's rotation (row-major, world from body); ``n`` contacts at ``x`` (m, world) with
     forces ``f`` (N, world) on the bodies; the arm's configuration; the live task figure
-    (``scenario.LiveFigures`` / ``task_fields``, drawn by the HUD)."""
+    (``scenario.LiveFigures`` / ``task_fields``, drawn by the HUD); ``shape``: the systems'
+    numbers for the view (``systems.base.view_numbers``: the snap socket's prong modes), as many
+    as the world has (``systems.base.view_size``)."""
     return Layout(t=1, p=3 * bodies, R=9 * bodies, n=1, x=3 * MAX_CONTACTS, f=3 * MAX_CONTACTS, rate=1, step=1,
                   max_pen=1, misses=1, steps=1, nq=1, q=ARM_NQ,
-                  task=1, task_value=1, task_aux=1, task_met=1)
+                  task=1, task_value=1, task_aux=1, task_met=1, shape=shape)
 
 
 SNAPSHOT = snapshot_layout(1)        # a one-body world's (each shipped scenario's)

@@ -1,23 +1,32 @@
-"""Scenario ``snap_fit`` (issue 27, seed 003): the config's socket and plug, the plug's set point
-along the waypoints, the run, its summary and the plot of the insertion force over depth with
-the floor's reaction (the seed's Figs. 7-8).  Headless; ``tightsim run snap_fit`` dispatches here
-(``app.cli``).  The physics is ``systems.fem.snap``.
+"""Scenario ``snap_fit`` (issue 27, seed 003): the config's socket and plug as a world of the core
+(``world``: the plug a rigid body under the drive, the prongs the system
+``systems.fem.snap_socket.SnapSocket``), the run, its summary and the plot of the insertion force
+over depth with the floor's reaction (the seed's Figs. 7-8), and the task figure -- the head
+caught under the hooks and seated -- for the summaries and the session's HUD.  ``tightsim run
+snap_fit --headless`` runs ``snap_run.simulate``; a session (``--device``) and its log and replay go
+through the core like every other task.  The prongs' physics is ``systems.fem.snap``.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 
+from sim_core import step as step_mod
 from sim_core.config import ConfigError
 from sim_core.geometry.connector import PlugSpec, ProngSpec
+from sim_core.scenarios.common import contact_params, drive_gains, set_rotation
 from sim_core.systems.fem import prong as prong_mod
 from sim_core.systems.fem import snap
 from sim_core.systems.fem.assembly import Material
+from sim_core.systems.fem.snap_socket import SnapSocket
+from sim_core.types import Drive, Model, RigidBody, State
 
 CLICK_LET_GO = 0.5      # the click: the hooks' mean deflection falls by this share of its peak so far
 CLICK_WITHIN = 5        # steps (5 ms): ... this fast (the prongs' first mode, ~1 kHz, takes a quarter period)
+SEATED_GAP = 50e-6      # m: the head's bottom this close to the seat is seated (the batch's plastic stop
+                        # leaves it within snap.SEAT_TOUCH = 10 um; a hand pushing through the keyboard
+                        # rests a few um above it at a light push)
 
 
 def click_step(a: dict) -> int:
@@ -32,32 +41,31 @@ def click_step(a: dict) -> int:
     return -1
 
 
-def not_on_the_core(cfg: dict, src: str = "config", *_):
-    """``tasks.TASKS``' build / figures for snap_fit: the snap steps on its own (its prongs are
-    FEM, not the core's 6-wide body blocks: ``systems.base``), so the core's world and session
-    refuse it in one line rather than half-run it."""
-    raise ConfigError(f"{src}: scenario.task: snap_fit steps on its own (sim_core.systems.fem.snap), not on "
-                      "the core's bodies: run it with `tightsim run snap_fit --headless`; its session is not "
-                      "built yet (issue 27)")
-
-
 def dims(cfg: dict, src: str = "config") -> tuple[dict, dict]:
     """(socket, plug) dimensions, m."""
     so, pl = cfg["socket"], cfg["plug"]
     return ({"prong_length": so["length"], "prong_width": so["width"], "prong_thickness": so["thickness"],
-             "hook_depth": so["hook_depth"], "spacing": so["spacing"], "seat": so["seat"]},
+             "hook_depth": so["hook_depth"], "spacing": so["spacing"], "seat": so["seat"],
+             "catch": catch_height(cfg, src),
+             "length": so["length"]},     # the socket's top (the prongs' tips): where scripted devices' z = 0 is
             {"head_half": pl["head_half"], "head_height": pl["head_height"], "neck_half": pl["neck_half"]})
+
+
+def prong_spec(cfg: dict, src: str = "config") -> ProngSpec:
+    """The [socket] table's prong; a bad one is a one-line ``ConfigError``."""
+    so = cfg["socket"]
+    try:
+        return ProngSpec(length=so["length"], width=so["width"], thickness=so["thickness"],
+                         hook_depth=so["hook_depth"], hook_top=0.2 * so["hook_depth"],
+                         lead_angle=so["lead_angle"], return_angle=so["return_angle"])
+    except ValueError as e:
+        raise ConfigError(f"{src}: socket.{e}") from None
 
 
 def build(cfg: dict, src: str = "config") -> snap.SnapModel:
     """The snap model of a validated config; bad combinations as one-line ``ConfigError``s."""
     so, pl = cfg["socket"], cfg["plug"]
-    try:
-        spec = ProngSpec(length=so["length"], width=so["width"], thickness=so["thickness"],
-                         hook_depth=so["hook_depth"], hook_top=0.2 * so["hook_depth"],
-                         lead_angle=so["lead_angle"], return_angle=so["return_angle"])
-    except ValueError as e:
-        raise ConfigError(f"{src}: socket.{e}") from None
+    spec = prong_spec(cfg, src)
     try:
         plug = PlugSpec(head_half=pl["head_half"], head_height=pl["head_height"], chamfer=pl["chamfer"],
                         neck_half=pl["neck_half"], top=4.0 * pl["head_height"])
@@ -80,19 +88,42 @@ def build(cfg: dict, src: str = "config") -> snap.SnapModel:
                       mu=cfg["contact"]["friction"], T=cfg["scenario"]["dt"])
 
 
-def set_point(cfg: dict, t: float) -> np.ndarray:
-    """The plug's set position at time t: the waypoints, linearly, held after the last."""
-    ts = np.array([w["t"] for w in cfg["waypoints"]])
-    ps = np.array([w["position"] for w in cfg["waypoints"]])
-    return np.array([np.interp(t, ts, ps[:, i]) for i in range(3)])
+def world(cfg: dict, src: str = "config") -> tuple[Model, State]:
+    """``tasks.TASKS``' builder: the plug a rigid body (the admittance's mass, a box's inertia of
+    the plug's outline; its frame's origin at the head's bottom centre, which is also its centre of
+    mass: the mass is the admittance's, not the part's) under the [drive] spring-damper -- seed 003
+    eq. (5) in translation -- and the prongs as the system ``SnapSocket``."""
+    sock = SnapSocket(build(cfg, src))
+    pl, so = cfg["plug"], cfg["socket"]
+    m, a, b, c = pl["mass"], 2.0 * pl["head_half"], so["width"], 4.0 * pl["head_height"]
+    body = RigidBody("plug", m, m / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b]), np.zeros(3))
+    K, D = drive_gains(cfg)
+    model = Model(bodies=(body,), shapes=(), pairs=(), contact=contact_params(cfg["contact"]),
+                  drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"], systems=(sock,), hand_body=0)
+    st = cfg["start"]
+    R0 = set_rotation(np.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
+    state = State(0.0, np.array(st["position"], dtype=np.float64), R0, np.zeros(6))
+    return model, step_mod.start(model, state)
 
 
-def simulate(model: snap.SnapModel, cfg: dict, duration: float | None = None, on_step=None):
-    """Run the config's insertion: (final state, ``snap.Trace``, wall seconds)."""
-    duration = cfg["scenario"]["duration"] if duration is None else duration
-    wall = time.perf_counter()
-    state, tr = snap.run(model, cfg["start"]["position"], lambda t: set_point(cfg, t), duration, on_step)
-    return state, tr, time.perf_counter() - wall
+def meshes(cfg: dict, src: str = "config") -> dict:
+    """The view's meshes (``tasks.Task.meshes``): the plug (its frame) and the socket at rest
+    (world; the view moves its prongs' vertices, ``SnapSocket.view_parts``).  Geometry only: the
+    prongs' FEM is not built for it."""
+    from sim_core.geometry import connector
+    from sim_core.geometry.mesh import TriMesh
+    so, pl = cfg["socket"], cfg["plug"]
+    spec = prong_spec(cfg, src)
+    V, F, _, _ = connector.socket_surface(connector.prong_mesh(spec, *connector.LEVELS[so["mesh"]]), spec,
+                                          so["spacing"], so["seat"])
+    plug = PlugSpec(head_half=pl["head_half"], head_height=pl["head_height"], chamfer=pl["chamfer"],
+                    neck_half=pl["neck_half"], top=4.0 * pl["head_height"])
+    return {SnapSocket.VIEW_NAME: TriMesh(V, F), "plug": TriMesh(*connector.plug_surface(plug, 0.6 * so["width"]))}
+
+
+def socket_of(model: Model) -> SnapSocket:
+    """The world's ``SnapSocket``."""
+    return next(s for s in model.systems if isinstance(s, SnapSocket))
 
 
 def summarize(model: snap.SnapModel, tr: snap.Trace, wall: float) -> dict:
@@ -116,6 +147,45 @@ def summarize(model: snap.SnapModel, tr: snap.Trace, wall: float) -> dict:
         "step_median_ms": float(np.median(np.diff(np.r_[0.0, a["wall"]])) * 1e3) if len(a["wall"]) else 0.0,
         "wall_s": wall,
     }
+
+
+def catch_height(cfg: dict, src: str = "config") -> float:
+    """m, world z of the hooks' catch: the top of their return faces, where they reach full depth
+    (the prongs' feet are at z = 0).  The head's top below it: the hooks have closed over it."""
+    spec = prong_spec(cfg, src)
+    return spec.hook_bottom + spec.return_height
+
+
+def figures(res) -> dict:
+    """The task figure (``tasks.Task.figures``) of a run of the core (`res` a
+    ``scenario.RunResult``): how far the head's top went under the hooks' catch (> 0: caught) and
+    the head's bottom above the seat at the end; target: caught and seated (``SEATED_GAP``)."""
+    dims_s, dims_m = res.scen.static_dims, res.scen.moving_dims
+    z = np.asarray(res.p_w)[:, 2] if len(res.p_w) else np.array([res.final.p_w[0, 2]])
+    under = float(dims_s["catch"] - (z.min() + dims_m["head_height"]))
+    gap = float(res.final.p_w[0, 2] - dims_s["seat"])
+    caught = float(dims_s["catch"] - (res.final.p_w[0, 2] + dims_m["head_height"])) > 0.0
+    return {"head_under_catch_m": under, "seat_gap_m": gap, "caught": bool(caught),
+            "task_target": f"head under the hooks' catch, within {SEATED_GAP * 1e6:.0f} um of the seat",
+            "task_target_met": bool(caught and gap <= SEATED_GAP)}
+
+
+def task_line(fig: dict, verdict: str) -> str:
+    return (f"snap                head {fig['head_under_catch_m'] * 1e3:.3f} mm under the hooks' catch at its "
+            f"deepest, {fig['seat_gap_m'] * 1e6:+.1f} um from the seat at the end ({verdict})")
+
+
+def hud_numbers(fig: dict) -> tuple[float, float]:
+    """(the head under the catch m, its gap to the seat m)."""
+    return fig["head_under_catch_m"], fig["seat_gap_m"]
+
+
+def hud(value: float, aux: float, met: bool) -> str:
+    if met:
+        return "snap: clicked and seated"
+    if value <= 0.0:
+        return f"snap: head {-value * 1e3:.2f} mm above the hooks' catch"
+    return f"snap: clicked; {aux * 1e3:.2f} mm above the seat"
 
 
 def summary_lines(s: dict) -> list[str]:

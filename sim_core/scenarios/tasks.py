@@ -66,10 +66,9 @@ TASKS: dict[str, Task] = {
     "cable_winding": Task(build=cable_winding.build, dims=cable_winding.dims, figures=cable_winding.figures,
                           meshes=cable_winding.meshes, control=cable_winding.control, line=cable_winding.task_line,
                           numbers=cable_winding.hud_numbers, hud=cable_winding.hud, code=6.0),
-    # the snap steps on its own (FEM prongs, not the core's body blocks): ``tightsim run`` sends it
-    # to ``snap_fit``; the core's world and session refuse it in one line
-    "snap_fit": Task(build=snap_fit.not_on_the_core, dims=snap_fit.dims, figures=snap_fit.not_on_the_core,
-                     code=7.0),
+    "snap_fit": Task(build=snap_fit.world, dims=snap_fit.dims, figures=snap_fit.figures,
+                     meshes=snap_fit.meshes, line=snap_fit.task_line, numbers=snap_fit.hud_numbers,
+                     hud=snap_fit.hud, code=7.0),
 }
 
 

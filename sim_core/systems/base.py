@@ -1,5 +1,5 @@
-"""The interface every system with coordinates of its own implements (the arm today; a
-reduced FEM socket next), so that ``step`` calls it in a loop and knows no system by name.
+"""The interface every system with coordinates of its own implements (the arm; the snap fit's
+FEM socket), so that ``step`` calls it in a loop and knows no system by name.
 
 The rigid bodies are the blocks the contact solve works on (``systems.rigid``: one batched
 kernel); a cable is more bodies plus couplings (``dynamics.couplings``), not a system.  A
@@ -16,10 +16,14 @@ kernel); a cable is more bodies plus couplings (``dynamics.couplings``), not a s
    reports for it: ``StepInfo`` fields), from the bodies' velocities after the solve.
 
 ``start(model, state)`` gives its sub-state at a start pose; ``holds`` are the bodies it
-holds (their drives are off).  A system whose coordinates carry contacts of their own (the
-FEM socket's surface nodes) would keep its block in the solve instead of folding it, and give
-its rows of the contact Jacobian for a point on it: that extension (a non-6-wide block in
-``step.solve``) is not built yet; today every folded system leaves 6-wide body blocks.
+holds (their drives are off).  A system may carry contacts of its own with one body that
+touches nothing else (the snap socket's prongs and the plug, ``systems.fem.snap_socket``): it
+solves them in ``fold`` against that body's block, which is exact there, and folds the force in
+as a known load; its ``advance`` then reports ``wrench`` (B,6), ``max_penetration``,
+``n_contacts`` and ``sweeps`` (``step.info_of`` joins them to the core's), and its optional
+``pull(model, sub, body)`` is what the haptic side feels of it (``app.physics_loop``).
+Contacts of a system's coordinates with several bodies at once would need its block kept in
+the solve instead (a non-6-wide block in ``step.solve``): not built.
 """
 from __future__ import annotations
 
@@ -40,3 +44,16 @@ class System(Protocol):
 
     def advance(self, model, sub, fold, V_next, dt: float) -> tuple[Any, dict]:
         ...
+
+
+def view_size(model) -> int:
+    """How many numbers the world's systems put in the physics snapshot for the view (a system's
+    optional ``view_size`` / ``view_state``: the snap socket's prong modes); 0 without any."""
+    return sum(int(getattr(s, "view_size", 0)) for s in model.systems)
+
+
+def view_numbers(model, state):
+    """The systems' ``view_state`` at `state`, concatenated in ``Model.systems`` order ((view_size,))."""
+    import numpy as np
+    parts = [s.view_state(sub) for s, sub in zip(model.systems, state.systems) if getattr(s, "view_size", 0)]
+    return np.concatenate(parts) if parts else np.zeros(0)

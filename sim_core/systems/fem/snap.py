@@ -117,6 +117,8 @@ class SnapModel:
     band: float = 0.2e-3         # m, points this close to the plug are contact candidates (plus twice
                                  # the plug's travel in the step: it lands at up to ~0.4 m/s after the click)
     clusters: int = 16           # representatives per prong (8 let a prong twist past one: 93 um)
+    vertex_P: np.ndarray | None = None   # (nv, 3, r) the prong mesh's vertices' motion per modal
+                                         # coordinate, prong frame (zero at the fixed foot): the view's
 
     @property
     def A_plug(self) -> np.ndarray:
@@ -148,17 +150,19 @@ MODELS = ("whole", "segmented", "reduced")    # seed 003 Fig. 5's Models 1 (2), 
 
 
 def _prong_dynamics(prong: ProngModels, T: float, model: str):
-    """(ModalPmi with P over the contact segment's nodes, foot_K, foot_M) for `model`: the whole
-    FEM in its modes, the segmented one (both segments full, the cut's spring) in the coupled
-    modes, or the segmented, reduced one (``CoupledPmi.modal``)."""
+    """(ModalPmi with P over the contact segment's nodes, foot_K, foot_M, the prong mesh's vertices'
+    motion per modal coordinate (nv, 3, r), zero at the fixed foot) for `model`: the whole FEM in
+    its modes, the segmented one (both segments full, the cut's spring) in the coupled modes, or
+    the segmented, reduced one (``CoupledPmi.modal``)."""
     if model not in MODELS:
         raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
+    w = prong.whole
     if model == "whole":
-        w = prong.whole
         full = ModalPmi.build(w.M, w.K, T)
         rows = (3 * prong.split.whole_of[0][:, None] + np.arange(3)).ravel()   # segment 1's nodes
         mp = ModalPmi(full.P[rows], full.w2, full.mhat, full.T)
         fixed, M_af, K_af, nodal = w.X_fixed, w.M_af, w.K_af, full.P
+        every = full.P.reshape(w.n, 3, -1)                   # the whole model's free nodes
     else:
         c = prong.coupled_pmi(T, reduced=model == "reduced")
         mp, R = c.modal()
@@ -166,22 +170,29 @@ def _prong_dynamics(prong: ProngModels, T: float, model: str):
         p2 = prong.split.parts[1]
         fixed, M_af, K_af = p2.X_fixed, p2.M_af, p2.K_af
         nodal = c.seg[1].Q @ R[r1:]                      # segment 2's nodal coordinates per mode
+        every = np.zeros((w.n, 3, len(mp.w2)))
+        for part, P in ((1, nodal), (0, mp.P)):          # a cut node: the contact segment's copy
+            every[prong.split.whole_of[part]] = P.reshape(-1, 3, P.shape[1])
     nf = len(fixed)
-    return mp, (K_af @ nodal).reshape(nf, 3, -1).sum(axis=0), (M_af @ nodal).reshape(nf, 3, -1).sum(axis=0)
+    vertex = np.zeros((prong.mesh.nvertices, 3, len(mp.w2)))
+    on = w.free_of_all < prong.mesh.nvertices            # free nodes that are the mesh's vertices
+    vertex[w.free_of_all[on]] = every[on]
+    return (mp, (K_af @ nodal).reshape(nf, 3, -1).sum(axis=0), (M_af @ nodal).reshape(nf, 3, -1).sum(axis=0),
+            vertex)
 
 
 def build(prong: ProngModels, plug: PlugSpec | None = None, spacing: float = 3.5e-3, seat_z: float = 7.0e-3,
           admittance: Admittance | None = None, mu: float = 0.163, T: float = 1e-3, model: str = "reduced",
           **kw) -> SnapModel:
     """The snap model; `model` picks the prongs' dynamics (``MODELS``; default Model 4)."""
-    mp, foot_K, foot_M = _prong_dynamics(prong, T, model)
+    mp, foot_K, foot_M, vertex_P = _prong_dynamics(prong, T, model)
     X, nodes, w = surface_samples(prong)
     Ps = np.einsum("kn,knar->kar", w, mp.P.reshape(-1, 3, mp.P.shape[1])[nodes])
     Xc = prong.split.parts[0].X[prong.contact]
     tip = prong.contact[np.lexsort((-Xc[:, 2], Xc[:, 0]))[0]]   # the hook's innermost node, the highest
     plug = plug or PlugSpec()
     return SnapModel(prong, plug, mp, Ps, X, foot_K, foot_M, int(3 * tip), spacing, seat_z,
-                     admittance or Admittance(), mu, T, packed_polygons(plug), **kw)
+                     admittance or Admittance(), mu, T, packed_polygons(plug), vertex_P=vertex_P, **kw)
 
 
 def start(model: SnapModel, p0) -> SnapState:
@@ -227,68 +238,96 @@ def _representatives(x, g, d, k: int) -> np.ndarray:
     return np.array([np.flatnonzero(labels == c)[np.argmin(d[labels == c])] for c in np.unique(labels)])
 
 
-def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo]:
-    """One step of T towards the plug's set point `p_set` (3,) m, world."""
+@dataclass
+class Solved:
+    """Stages 2-5 of a step: the contacts' forces and what they do."""
+    F_plug: np.ndarray           # (3,) N, the contacts' force on the plug (seat included), world
+    phi: np.ndarray              # (2, r) the contact forces' modal loads on the prongs
+    seat: float                  # N, the seat's normal force on the plug
+    penetration: float           # m, the deepest candidate (>= 0)
+    m: int                       # contacts solved (representatives and the seat)
+    sweeps: int
+    residual: float              # N
+
+
+def free_rates(model: SnapModel, state: SnapState) -> np.ndarray:
+    """Stage 1 for the prongs: (2, r) their midpoint modal rates with no contact force."""
+    return np.stack([model.modal.free_rate(state.q[s], state.qd[s]) for s in (0, 1)])
+
+
+def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_inv: np.ndarray,
+                   V_free: np.ndarray) -> Solved:
+    """Stages 2-5: detection, representatives, the Delassus operator and the solve, for a plug
+    whose end-of-step velocity is V_free + A_inv F (A_inv (3, 3) m/(N s): how a force on it moves
+    it -- the admittance's here, the core's body block (with the arm folded in, if it holds the
+    plug) in ``socket.SnapSocket``)."""
     mp, T = model.modal, model.T
-    # 1. free motion
-    qh_free = np.stack([mp.free_rate(state.q[s], state.qd[s]) for s in (0, 1)])
-    a = model.admittance
-    A_pl = model.A_plug
-    b_pl = (a.mass / T - 0.5 * a.D - 0.25 * a.K * T) * state.V - a.K * (state.p - p_set)
-    V_free = b_pl / A_pl
-    # 2-3. detection and representatives; the seat
     cands = _detect(model, state)
     seat_gap = state.p[2] - model.seat_z
     m = len(cands) + (1 if seat_gap < model.band + 2.0 * T * max(0.0, -state.V[2]) else 0)
-    lam = np.zeros((m, 3))
-    sweeps, resid = 0, 0.0
-    phi = np.zeros_like(state.q)
-    F_plug = np.zeros(3)
     pen = max(0.0, -min([c[2] for c in cands] + [seat_gap]))
-    if m:
-        # 4. frames and the Delassus operator W (3m, 3m) of the midpoint velocities
-        nrm = np.array([c[3] for c in cands] + ([[0.0, 0.0, -1.0]] if m > len(cands) else []))
-        C = _frames(nrm)
-        r = len(mp.w2)
-        J = np.zeros((m, 3, 2, r))                        # world velocity of side A per prong mode
-        for i, (s, j, _, _) in enumerate(cands):
-            J[i, :, s] = model.Ps[j]
-            J[i, 0, s] *= SIDES[s]
-        Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)   # frame rows
-        W = (Jc / np.tile(mp.mhat, 2)) @ Jc.T              # midpoint admittance of the prongs
-        Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)       # frame rows of the plug's velocity
-        W += (Cp / (2.0 * A_pl)) @ Cp.T                   # V_hat = (V + V+)/2, dV+/dF = 1/A_pl
-        u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
-        gaps = np.array([c[2] for c in cands] + ([seat_gap] if m > len(cands) else []))
-        bn = np.minimum(0.0, -gaps / T)
-        if m > len(cands):                                # the seat: rigid on rigid, plastic (module text)
-            u_seat = -C[-1, :, 0] @ state.V
-            plastic = seat_gap <= SEAT_TOUCH and seat_gap + 0.5 * T * u_seat >= -SEAT_TOUCH
-            bn[-1] = min(0.0, 0.5 * u_seat if plastic else -seat_gap / T)
-        G = np.eye(3 * m).reshape(m, 3, 3 * m)            # contact space: the solver's identity rows
-        mu = np.full(m, model.mu)
-        mu[len(cands):] = 0.0                              # the seat: frictionless
-        # 5. the contact solve
-        lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
+    r = len(mp.w2)
+    if not m:
+        return Solved(np.zeros(3), np.zeros((2, r)), 0.0, pen, 0, 0, 0.0)
+    # 4. frames and the Delassus operator W (3m, 3m) of the midpoint velocities
+    nrm = np.array([c[3] for c in cands] + ([[0.0, 0.0, -1.0]] if m > len(cands) else []))
+    C = _frames(nrm)
+    J = np.zeros((m, 3, 2, r))                        # world velocity of side A per prong mode
+    for i, (s, j, _, _) in enumerate(cands):
+        J[i, :, s] = model.Ps[j]
+        J[i, 0, s] *= SIDES[s]
+    Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)   # frame rows
+    W = (Jc / np.tile(mp.mhat, 2)) @ Jc.T              # midpoint admittance of the prongs
+    Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)       # frame rows of the plug's velocity
+    W += (Cp @ (0.5 * A_inv)) @ Cp.T                  # V_hat = (V + V+)/2, dV+/dF = A_inv
+    u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
+    gaps = np.array([c[2] for c in cands] + ([seat_gap] if m > len(cands) else []))
+    bn = np.minimum(0.0, -gaps / T)
+    if m > len(cands):                                # the seat: rigid on rigid, plastic (module text)
+        u_seat = -C[-1, :, 0] @ state.V
+        plastic = seat_gap <= SEAT_TOUCH and seat_gap + 0.5 * T * u_seat >= -SEAT_TOUCH
+        bn[-1] = min(0.0, 0.5 * u_seat if plastic else -seat_gap / T)
+    G = np.eye(3 * m).reshape(m, 3, 3 * m)            # contact space: the solver's identity rows
+    mu = np.full(m, model.mu)
+    mu[len(cands):] = 0.0                              # the seat: frictionless
+    # 5. the contact solve
+    lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
                                                  SOLVER_ITERATIONS, SOLVER_TOL, np.zeros((m, 3)),
                                                  np.zeros(3 * m), 0.0, 0.0)
-        f_w = np.einsum("iab,ib->ia", C, lam)              # on side A, world
-        F_plug = -f_w.sum(axis=0)
-        phi = (Jc.T @ lam.ravel()).reshape(2, r)
-    # 6. integration
-    qh = phi / mp.mhat + qh_free
+    f_w = np.einsum("iab,ib->ia", C, lam)              # on side A, world
+    seat = float(lam[-1, 0]) if m > len(cands) else 0.0
+    return Solved(-f_w.sum(axis=0), (Jc.T @ lam.ravel()).reshape(2, r), seat, pen, m, int(sweeps), float(resid))
+
+
+def advance_prongs(model: SnapModel, state: SnapState, qh_free: np.ndarray, sol: Solved):
+    """Stage 6 for the prongs: (q1, qd1, the floor's force on the socket (3,) N, each hook tip's
+    outward deflection (2,) m) after the step with the contact loads ``sol.phi``."""
+    mp, T = model.modal, model.T
+    qh = sol.phi / mp.mhat + qh_free
     q1, qd1 = state.q + T * qh, 2.0 * qh - state.qd
-    V1 = (b_pl + F_plug) / A_pl
-    p1 = state.p + 0.5 * T * (state.V + V1)
     floor = np.zeros(3)                                   # the floor's force on the socket
     for s, side in enumerate(SIDES):
         foot = model.foot_M @ ((qd1[s] - state.qd[s]) / T) + model.foot_K @ (0.5 * (state.q[s] + q1[s]))
         floor += foot * np.array([side, 1.0, 1.0])
-    if m > len(cands):
-        floor[2] += lam[-1, 0]                            # the seat's load, carried by the floor
-    tip = mp.P[model.tip_row] @ q1.T                      # (2,) outward x of each hook's tip
+    floor[2] += sol.seat                                  # the seat's load, carried by the floor
+    return q1, qd1, floor, mp.P[model.tip_row] @ q1.T
+
+
+def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo]:
+    """One step of T towards the plug's set point `p_set` (3,) m, world: the stages above with the
+    plug's own admittance (eq. (5)); ``socket.SnapSocket`` runs the same stages inside the core's
+    step, the plug a body of the core."""
+    T = model.T
+    qh_free = free_rates(model, state)                   # 1. free motion
+    a = model.admittance
+    A_pl = model.A_plug
+    b_pl = (a.mass / T - 0.5 * a.D - 0.25 * a.K * T) * state.V - a.K * (state.p - p_set)
+    sol = solve_contacts(model, state, qh_free, np.diag(1.0 / A_pl), b_pl / A_pl)    # 2-5
+    q1, qd1, floor, tip = advance_prongs(model, state, qh_free, sol)                  # 6. integration
+    V1 = (b_pl + sol.F_plug) / A_pl
+    p1 = state.p + 0.5 * T * (state.V + V1)
     return (SnapState(state.t + T, q1, qd1, p1, V1),
-            SnapInfo(F_plug, floor, pen, m, int(sweeps), float(resid), tip))
+            SnapInfo(sol.F_plug, floor, sol.penetration, sol.m, sol.sweeps, sol.residual, tip))
 
 
 @dataclass

@@ -739,3 +739,62 @@ def test_cable_winding_session_frame_draws_the_drum_and_the_cable(window, gl):
     for where in (drum_face, st.p_w[5], st.p_w[35]):           # the drum, a wound link, the free span
         px = _patch(img, window.camera.project(where), half=1)
         assert np.abs(px - _bg(window)).max(axis=1).mean() > 30, where
+
+
+def test_the_snap_session_view_bends_the_prongs_where_the_physics_has_them(display):
+    """The snap fit's frame (issue 27): the socket's prongs drawn from the snapshot's modal
+    coordinates (``SnapSocket.view_parts``).  The right hook bent 1 mm outward: the frame changes
+    only around that prong's top, and a point just outside its rest outline, inside the bent one,
+    turns from background to the static part's colour."""
+    from app.loops import RateStats
+    from app.physics_loop import snapshot_array
+    from app.view.session import make_renderer
+    from sim_core import step as step_mod
+    from sim_core.io.records import PROXY, snapshot_layout
+    from sim_core.scenarios import scenario, snap_fit
+    from sim_core.systems.base import view_size
+    model, state, _ = scenario.load("snap_fit")
+    sock = snap_fit.socket_of(model)
+    sm = sock.snap
+    st, info = step_mod.step(model, state, scenario.inputs_at(scenario.record(_cfg_snap()), 0.0))
+    tip = sm.modal.P[sm.tip_row]
+    q = np.zeros((2, len(tip)))
+    j = int(np.argmax(np.abs(tip[:6])))                  # the lowest modes' bending one: a smooth bend
+    q[0, j] = 1e-3 / tip[j]                              # the right hook's tip 1 mm out
+    frames = []
+    on_frame = make_renderer("snap_fit", W, H, visible=False, model=model)
+    try:
+        for qq in (np.zeros_like(q), q):
+            from dataclasses import replace
+            s2 = replace(st, systems=(replace(st.systems[0], q=qq),))
+            sv = snapshot_array(s2, info, RateStats(window=10), 0, None, model)
+            assert sv.size == snapshot_layout(1, view_size(model)).size
+            pv = PROXY.pack(t=0.0, p=s2.p_w[0], R=np.eye(3), V=np.zeros(6))
+            assert on_frame(sv, pv) is True
+            view = on_frame.view
+            view.auto_fit = False
+            view.camera.fit(np.array([0.0, 0.0, 0.008]), 0.012)
+            assert on_frame(sv, pv) is True
+            frames.append(view.screenshot().astype(float))
+        bg = _bg(view)
+        empty = [np.abs(f - bg).max(axis=2) < 12 for f in frames]      # background pixels
+        gained = empty[0] & ~empty[1]                   # drawn where the rest frame shows background
+        ys, xs = np.nonzero(gained)
+        spec = sm.prong.spec
+        right_top = view.camera.project(np.array([sm.spacing + spec.thickness, 0.0, spec.length]))
+        left_top = view.camera.project(np.array([-sm.spacing - spec.thickness, 0.0, spec.length]))
+        assert gained.sum() > 100, gained.sum()
+        # around the right prong's top, not the left's
+        assert np.hypot(np.median(xs) - right_top[0], np.median(ys) - right_top[1]) < \
+            0.5 * np.hypot(right_top[0] - left_top[0], right_top[1] - left_top[1])
+        changed = np.abs(frames[1] - frames[0]).max(axis=2) > 30
+        changed[:H // 4, :W // 2] = False                # the HUD (its render rate differs)
+        assert not changed[:, :int(min(left_top[0], right_top[0]))].any()   # the left prong: as it was
+    finally:
+        on_frame.close()
+
+
+def _cfg_snap():
+    from sim_core import config
+    from sim_core.paths import scenario_path
+    return config.load(scenario_path("snap_fit"))

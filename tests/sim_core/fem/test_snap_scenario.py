@@ -56,15 +56,15 @@ def test_each_connector_clicks_and_seats_undamped(name):
     prongs, the hooks let go (``snap_fit.click_step``), the plug seats and the floor carries its
     push, with no penetration beyond the seat's plastic stop."""
     from sim_core import config as config_mod
-    from sim_core.scenarios import snap_fit
+    from sim_core.scenarios import scenario, snap_fit, snap_run
     from sim_core.systems.fem import snap
-
     cfg = config_mod.load(ROOT / "config" / f"{name}.toml")
-    m = snap_fit.build(cfg)
+    res, tr, wall = snap_run.simulate(cfg)                         # the core's step, the prongs its system
+    m = snap_fit.socket_of(res.model).snap
     assert not np.any(m.prong.split.parts[0].D.toarray())          # undamped
-    _, tr, wall = snap_fit.simulate(m, cfg)
     s = snap_fit.summarize(m, tr, wall)
     assert s["clicked"] and s["seated"], s
+    assert scenario.task_figures(res)["task_target_met"]           # caught under the hooks, seated
     a = tr.arrays()
     assert a["penetration"].max() <= snap.SEAT_TOUCH
     assert np.abs(a["floor_force"][-200:, 2].mean() - a["plug_force"][-1, 2]) < 0.02 * a["plug_force"][-1, 2]
