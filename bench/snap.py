@@ -6,15 +6,18 @@ point down at 20 mm/s, 0.8 s at T = 1 ms) on each prong model and mesh, in one r
 Rows: Model 1 -- the whole FEM (in its modes); Model 2 -- Model 1 with the neural detection: not
 built (the plug's exact signed distance serves every row, so Model 1 is the detection-neutral
 baseline); Model 3 -- segmented, both segments full, the cut's spring; Model 4 -- segmented and
-reduced (the scenario's).  Per row: coordinates, step median and p99 (wall clock, every step after
-a warm-up run), the rate in kHz, the ratio to Model 1's median, and the physics each gives (the
-click's time, the peak insertion force, the deepest penetration) so a faster row that changed
-the answer shows it.  Timings vary ~1.6x between runs of this VM: compare rows of one run.
+reduced; Model 4 in the core -- the same, as the scenario runs it: the core's one step with the
+prongs as its system (``snap_socket``; the core's overhead shows). Per row: coordinates, step
+median and p99 (wall clock, every step after a warm-up run), the rate in kHz, the ratio to Model
+1's median, and the physics each gives (the click's time, the peak insertion force, the deepest
+penetration) so a faster row that changed the answer shows it. Timings vary ~1.6x between runs of
+this VM: compare rows of one run.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +46,40 @@ def row(pm, model: str, duration: float) -> dict:
             "pen": float(a["penetration"].max())}
 
 
+def core_row(mesh: str, duration: float) -> dict:
+    """Model 4 as the scenario runs it: the core's one step with the prongs as its system
+    (``snap_socket.SnapSocket``), the same set point (held velocity zero, as ``snap.step`` has it)."""
+    from sim_core import config as config_mod
+    from sim_core import step as step_mod
+    from sim_core.paths import scenario_path
+    from sim_core.types import Inputs
+    cfg = config_mod.load(scenario_path("snap_fit"))
+    cfg["socket"]["mesh"] = mesh
+    model, start = snap_fit.world(cfg)
+    path = snap.descent(P0, SPEED, Z_END)
+    sock = snap_fit.socket_of(model)
+    start = step_mod.start(model, type(start)(0.0, np.array([P0]), start.R_wb, start.V, systems=start.systems))
+
+    def run(seconds):
+        st, walls, z, Fz, pen = start, [], [], [], []
+        for _ in range(int(round(seconds / model.dt))):
+            p_set = path(st.t + model.dt)
+            inp = Inputs(p_set[None], st.R_wb.copy(), np.zeros((1, 3)), np.zeros((1, 3)))
+            st, info = step_mod.step(model, st, inp)
+            walls.append(time.perf_counter())
+            z.append(st.systems[0].deflection.copy())
+            Fz.append(info.contact_wrench[0, 2])
+            pen.append(info.max_penetration)
+        return np.array(walls), np.array(z), np.array(Fz), np.array(pen)
+    run(0.05)
+    walls, defl, Fz, pen = run(duration)
+    dt = np.diff(walls)
+    k = snap_fit.click_step({"deflection": defl})
+    return {"coords": len(sock.snap.modal.w2), "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
+            "click": (k + 1) * model.dt if k > 0 else float("nan"), "peak": float(Fz[:k if k > 0 else None].max()),
+            "pen": float(pen.max())}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mesh", nargs="+", default=["coarse", "fine"], choices=["coarse", "fine"])
@@ -64,6 +101,10 @@ def main(argv=None) -> int:
             print(f"{LABEL[model]:20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
                   f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
                   f"{r['pen'] * 1e6:7.2f}", flush=True)
+        r = core_row(mesh, a.duration)
+        print(f"{'Model 4 in the core':20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
+              f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
+              f"{r['pen'] * 1e6:7.2f}", flush=True)
     return 0
 
 
