@@ -150,7 +150,7 @@ def cmd_snap(a, path: str, cfg: dict) -> int:
         if log:
             log.physics_step(prev, inp, after, info, model.hand_body)
     try:
-        res, tr, wall = snap_run.simulate(cfg, path, a.duration, on_step=on_step)
+        res, tr, wall = snap_run.simulate(cfg, path, a.duration, on_step=on_step, built=(model, state))
     finally:
         if log:
             log.close_in_process()

@@ -62,15 +62,20 @@ def prong_spec(cfg: dict, src: str = "config") -> ProngSpec:
         raise ConfigError(f"{src}: socket.{e}") from None
 
 
-def build(cfg: dict, src: str = "config") -> snap.SnapModel:
-    """The snap model of a validated config; bad combinations as one-line ``ConfigError``s."""
-    so, pl = cfg["socket"], cfg["plug"]
-    spec = prong_spec(cfg, src)
+def plug_spec(cfg: dict, src: str = "config") -> PlugSpec:
+    """The [plug] table's plug; a bad one is a one-line ``ConfigError``."""
+    pl = cfg["plug"]
     try:
-        plug = PlugSpec(head_half=pl["head_half"], head_height=pl["head_height"], chamfer=pl["chamfer"],
+        return PlugSpec(head_half=pl["head_half"], head_height=pl["head_height"], chamfer=pl["chamfer"],
                         neck_half=pl["neck_half"], top=4.0 * pl["head_height"])
     except ValueError as e:
         raise ConfigError(f"{src}: plug.{e}") from None
+
+
+def build(cfg: dict, src: str = "config") -> snap.SnapModel:
+    """The snap model of a validated config; bad combinations as one-line ``ConfigError``s."""
+    so, pl = cfg["socket"], cfg["plug"]
+    spec, plug = prong_spec(cfg, src), plug_spec(cfg, src)
     if not pl["head_half"] > so["spacing"] - so["hook_depth"]:
         raise ConfigError(f"{src}: plug.head_half: {pl['head_half']:g} m does not reach the hooks "
                           f"(socket.spacing - socket.hook_depth = {so['spacing'] - so['hook_depth']:g} m): no snap")
@@ -112,13 +117,12 @@ def meshes(cfg: dict, src: str = "config") -> dict:
     prongs' FEM is not built for it."""
     from sim_core.geometry import connector
     from sim_core.geometry.mesh import TriMesh
-    so, pl = cfg["socket"], cfg["plug"]
+    so = cfg["socket"]
     spec = prong_spec(cfg, src)
     V, F, _, _ = connector.socket_surface(connector.prong_mesh(spec, *connector.LEVELS[so["mesh"]]), spec,
                                           so["spacing"], so["seat"])
-    plug = PlugSpec(head_half=pl["head_half"], head_height=pl["head_height"], chamfer=pl["chamfer"],
-                    neck_half=pl["neck_half"], top=4.0 * pl["head_height"])
-    return {SnapSocket.VIEW_NAME: TriMesh(V, F), "plug": TriMesh(*connector.plug_surface(plug, 0.6 * so["width"]))}
+    plug = connector.plug_surface(plug_spec(cfg, src), 0.6 * so["width"])
+    return {SnapSocket.VIEW_NAME: TriMesh(V, F), "plug": TriMesh(*plug)}
 
 
 def socket_of(model: Model) -> SnapSocket:

@@ -15,10 +15,11 @@ from sim_core.scenarios.snap_fit import socket_of, world
 from sim_core.systems.fem import snap
 
 
-def simulate(cfg: dict, src: str = "config", duration: float | None = None, on_step=None):
+def simulate(cfg: dict, src: str = "config", duration: float | None = None, on_step=None, built=None):
     """Run the config's insertion through the core's step (``scenario.simulate``, the waypoints
-    the plug's set point): (the core's ``RunResult``, the ``snap.Trace`` of every step, wall s)."""
-    model, state = world(cfg, src)
+    the plug's set point): (the core's ``RunResult``, the ``snap.Trace`` of every step, wall s).
+    `built`: the config's ``snap_fit.world`` (model, start) if the caller has it already."""
+    model, state = world(cfg, src) if built is None else built
     sock, tr = socket_of(model), snap.Trace()
     k = model.systems.index(sock)
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import numpy as np
+
 
 class System(Protocol):
     holds: tuple[int, ...]         # bodies this system holds (no drive on them)
@@ -52,8 +54,7 @@ def view_size(model) -> int:
     return sum(int(getattr(s, "view_size", 0)) for s in model.systems)
 
 
-def view_numbers(model, state):
+def view_numbers(model, state) -> np.ndarray:
     """The systems' ``view_state`` at `state`, concatenated in ``Model.systems`` order ((view_size,))."""
-    import numpy as np
     parts = [s.view_state(sub) for s, sub in zip(model.systems, state.systems) if getattr(s, "view_size", 0)]
     return np.concatenate(parts) if parts else np.zeros(0)
