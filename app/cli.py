@@ -236,14 +236,13 @@ def _training_has(module: str, what: str) -> bool:
 def cmd_train_sdf(a) -> int:
     import time
 
-    from sim_core.geometry import profiles
     from sim_core.geometry.sdf import exact_sdf
     from sim_core.learning import train_sdf
     from sim_core.paths import assets_dir
     if not _training_has("torch", "sdf"):
         return 2
-    parts = profiles.all_parts()
-    names = sorted(profiles.static_parts(parts)) if a.part == "all" else [a.part]
+    parts = _sdf_parts()
+    names = sorted(train_sdf.sdf_parts(parts)) if a.part == "all" else [a.part]
     out = Path(a.out) if a.out else assets_dir() / "sdf"
     if bad := _shipped(out, assets_dir() / "sdf", a):
         logger.error(bad)
@@ -397,10 +396,17 @@ def _one_of(names, what: str):
     return parse
 
 
-def _parts() -> list:
-    """What ``train sdf --part`` takes: any part (the static ones are what a scenario loads), or all."""
+def _sdf_parts() -> dict:
+    """Every part by asset name, and the shipped snap fits' plugs (``snap_fit.plugs``)."""
     from sim_core.geometry import profiles
-    return sorted(profiles.all_parts()) + ["all"]
+    from sim_core.scenarios import snap_fit
+    return profiles.all_parts() | snap_fit.plugs()
+
+
+def _parts() -> list:
+    """What ``train sdf --part`` takes: any part (the static ones and the plugs are what a
+    scenario loads), or all."""
+    return sorted(_sdf_parts()) + ["all"]
 
 
 def _device(text: str) -> str:
@@ -546,7 +552,7 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="offline training (needs torch)")
     tsub = t.add_subparsers(dest="train_cmd", required=True)
     ts = tsub.add_parser("sdf", help="train a static part's neural SDF from its exact geometry")
-    ts.add_argument("--part", required=True, help="static part name (hole, bolt_M48x5, ...) or 'all'")
+    ts.add_argument("--part", required=True, help="static part or plug (hole, bolt_M48x5, plug_snap_fit, ...) or 'all'")
     ts.add_argument("--steps", type=_positive_int, default=12000, help="optimiser steps (default 12000)")
     ts.add_argument("--replace-shipped", action="store_true", help="write over the shipped assets/sdf weights")
     ts.add_argument("--batch", type=int, default=8192, help="fresh points per step (default 8192)")

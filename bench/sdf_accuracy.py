@@ -1,11 +1,12 @@
-"""Accuracy of the shipped neural SDFs against the exact SDF, per static part (issue 4 item 4).
+"""Accuracy of the shipped neural SDFs against the exact SDF, per static part (issue 4 item 4)
+and per snap fit plug (issue 27: ``plug_snap_fit``, ...).
 
     python bench/sdf_accuracy.py [--points 100000] [--parts hole bolt_M48x5 ...]
 
 For each part: 100,000 fresh points within 1 mm of the surface (a seed no training run
 uses), the distance error's RMS, 99th percentile and maximum (um), and the angle between
 the network's normal and the exact one (median, 99th percentile, deg), next to the targets
-(hole: RMS <= 3, max <= 10 um; bolts: RMS <= 10, max <= 30 um; normal p99 <= 2 deg), and
+(hole, plugs: RMS <= 3, max <= 10 um; bolts: RMS <= 10, max <= 30 um; normal p99 <= 2 deg), and
 the network's inference cost per point on those points.
 """
 from __future__ import annotations
@@ -20,9 +21,10 @@ def main(argv=None) -> int:
     from sim_core.geometry.sdf import exact_sdf
     from sim_core.learning import train_sdf
     from sim_core.paths import assets_dir
+    from sim_core.scenarios import snap_fit
 
-    parts = profiles.all_parts()
-    static = sorted(profiles.static_parts(parts))
+    parts = profiles.all_parts() | snap_fit.plugs()
+    static = sorted(train_sdf.sdf_parts(parts))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", type=int, default=100_000)
     ap.add_argument("--parts", nargs="+", default=static)

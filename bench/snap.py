@@ -3,11 +3,14 @@ point down at 20 mm/s, 0.8 s at T = 1 ms) on each prong model and mesh, in one r
 
     python bench/snap.py [--mesh coarse fine] [--duration 0.8]
 
-Rows: Model 1 -- the whole FEM (in its modes); Model 2 -- Model 1 with the neural detection: not
-built (the plug's exact signed distance serves every row, so Model 1 is the detection-neutral
-baseline); Model 3 -- segmented, both segments full, the cut's spring; Model 4 -- segmented and
-reduced; Model 4 in the core -- the same, as the scenario runs it: the core's one step with the
-prongs as its system (``snap_socket``; the core's overhead shows). Per row: coordinates, step
+Rows, the seed's ladder (each adds one stage to the one before): Model 1 -- the whole FEM (in its
+modes) with the plug's exact signed distance (its profile, a numba kernel; the seed's Model 1
+detects against the plug's mesh); Model 2 -- Model 1 with the plug's trained network
+(assets/sdf/plug_snap_fit.npz, ``tightsim train sdf``); Model 3 -- segmented, both segments full,
+the cut's spring; Model 4 -- segmented and reduced; "Model 4 exact SDF" -- Model 4 with Model 1's
+detection (what the network costs or saves at the top of the ladder); Model 4 in the core -- as the
+shipped scenario runs it: the core's one step with the prongs as its system (``snap_socket``; the
+core's overhead shows), with the config's detector. Per row: coordinates, step
 median and p99 (wall clock, every step after a warm-up run), the rate in kHz, the ratio to Model
 1's median, and the physics each gives (the click's time, the peak insertion force, the deepest
 penetration) so a faster row that changed the answer shows it. Timings vary ~1.6x between runs of
@@ -29,11 +32,23 @@ from sim_core.systems.fem import prong as prong_mod  # noqa: E402
 from sim_core.systems.fem import snap  # noqa: E402
 
 P0, SPEED, Z_END = (0.0, 0.0, 12.5e-3), 20e-3, 3e-3
-LABEL = {"whole": "Model 1 whole", "segmented": "Model 3 segmented", "reduced": "Model 4 reduced"}
+# (label, prong model, detection) in the ladder's order
+LADDER = (("Model 1 whole", "whole", "exact"), ("Model 2 neural", "whole", "neural"),
+          ("Model 3 segmented", "segmented", "neural"), ("Model 4 reduced", "reduced", "neural"),
+          ("Model 4 exact SDF", "reduced", "exact"))
 
 
-def row(pm, model: str, duration: float) -> dict:
-    m = snap.build(pm, model=model)
+def plug_network():
+    """The shipped snap fit's plug network (the bench's plug is the default ``PlugSpec``, its plug)."""
+    from sim_core import config as config_mod
+    from sim_core.paths import scenario_path
+    cfg = config_mod.load(scenario_path("snap_fit"))
+    cfg["contact"]["detector"] = "neural"
+    return snap_fit.plug_sdf(cfg)
+
+
+def row(pm, model: str, duration: float, sdf=None) -> dict:
+    m = snap.build(pm, model=model, sdf=sdf)
     path = snap.descent(P0, SPEED, Z_END)
     snap.run(m, P0, path, 0.05)                             # warm-up: kernels loaded, caches hot
     _, tr = snap.run(m, P0, path, duration)
@@ -91,14 +106,11 @@ def main(argv=None) -> int:
               f"{pm.split.parts[0].dof} + {pm.split.parts[1].dof}; reduced {pm.bases[0].order} + {pm.bases[1].order}")
         print(f"{'model':20s} {'coords':>6s} {'median ms':>9s} {'p99 ms':>7s} {'kHz':>6s} {'vs M1':>6s} "
               f"{'click s':>8s} {'peak N':>7s} {'pen um':>7s}")
-        base = None
-        for model in ("whole", None, "segmented", "reduced"):
-            if model is None:
-                print(f"{'Model 2 neural':20s} not built (issue 27: the plug's trained SDF)")
-                continue
-            r = row(pm, model, a.duration)
+        base, net = None, plug_network()
+        for label, model, detect in LADDER:
+            r = row(pm, model, a.duration, net if detect == "neural" else None)
             base = base or r["median"]
-            print(f"{LABEL[model]:20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
+            print(f"{label:20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
                   f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
                   f"{r['pen'] * 1e6:7.2f}", flush=True)
         r = core_row(mesh, a.duration)

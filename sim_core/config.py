@@ -88,8 +88,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                             "members); patch clustering adds each group's deepest member "
                                             "that deep, and k-means takes steps 5x deeper (docs/clustering.md)"),
         "detector": Field("enum", "neural", choices=("exact", "neural"),
-                          doc="static part's signed distance: exact geometry or the trained network "
-                              "(assets/sdf/PART.npz)"),
+                          doc="static part's (snap_fit: the plug's) signed distance: exact geometry or the trained "
+                              "network (assets/sdf/PART.npz)"),
         "band": Field("float", 2e-4, lo=0.0, hi=0.01, unit="m",
                       doc="nodes with signed distance below this are contact candidates"),
         "speculative": Field("enum", "predicted", choices=("predicted", "current"),

@@ -6,6 +6,8 @@ in the part frame, so the 64-64 network spends its capacity on the profile inste
 re-learning a rotation it cannot break:
 
 * ``axial`` (hole, any body of revolution): (r, z), scaled to about [-1, 1];
+* ``prism`` (a snap fit's plug, ``connector.PlugSpec``: a profile in x-z extruded along y,
+  symmetric about x = 0): (|x|, z), scaled as ``axial``'s;
 * ``helical`` (bolt): (r, z, cos psi, sin psi) with the helix phase psi = 2 pi (z - c theta)/p.
   A thread's radius depends on theta and z only through z - c theta (``profiles``), except
   near the run-out and the tip, which z still tells apart.
@@ -33,11 +35,13 @@ from sim_core.io.weights import WeightsError, read_npz, save_npz  # noqa: F401 -
 
 FORMAT = "tightsim-neural-sdf-1"
 HIDDEN = 64
-KINDS = {"axial": 2, "helical": 4, "thread": 4, "bore": 3}     # feature kind -> input width
+KINDS = {"axial": 2, "helical": 4, "thread": 4, "bore": 3, "prism": 2}     # feature kind -> input width
 # r0, rs, z0, zs [, helix c, pitch[, z_a, z_b, ends]]; bore: r0, rs, z0, zs, z_a, z_b, ends
-N_PARAMS = {"axial": 4, "helical": 6, "thread": 9, "bore": 7}
-_KIND_CODE = {"axial": 0, "helical": 1, "thread": 2, "bore": 3}
-_DIVISORS = {"axial": [1, 3], "helical": [1, 3, 5], "thread": [1, 3, 5, 8], "bore": [1, 3, 6]}  # rs, zs, pitch, ends
+# prism: x0, xs, z0, zs
+N_PARAMS = {"axial": 4, "helical": 6, "thread": 9, "bore": 7, "prism": 4}
+_KIND_CODE = {"axial": 0, "helical": 1, "thread": 2, "bore": 3, "prism": 4}
+# the indices of rs, zs, pitch, ends in params: the features divide by them
+_DIVISORS = {"axial": [1, 3], "helical": [1, 3, 5], "thread": [1, 3, 5, 8], "bore": [1, 3, 6], "prism": [1, 3]}
 MAX_SCALE = 1.0               # m: the distance band D of a part a few cm across is mm (shipped: 4 mm)
 
 
@@ -51,17 +55,25 @@ def spec_digest(spec) -> str:
 @njit(cache=True)
 def _features(p, kind, fp, want_jac):
     """Features F (n, k) and, if want_jac, dF/dp (n, k, 3).  fp: r0, rs, z0, zs[, c, p[, z_a,
-    z_b, ends]].  kind 0 axial (r, z); 1 helical (r, z, cos psi, sin psi); 2 thread (r, u,
+    z_b, ends]].  kind 0 axial (r, z); 4 prism (|x|, z); 1 helical (r, z, cos psi, sin psi); 2 thread (r, u,
     below, above): u the helix phase folded about the crest centre, in [-1, 1]; below / above
     how far z lies under z_a / over z_b (the full thread's ends), in units of `ends`; 3 bore
     (r, below, above), with z_a, z_b where the straight bore ends."""
     n = p.shape[0]
-    k = 2 if kind == 0 else (3 if kind == 3 else 4)
+    k = 2 if kind == 0 or kind == 4 else (3 if kind == 3 else 4)
     F = np.empty((n, k))
     J = np.zeros((n if want_jac else 0, k, 3))
     r0, rs, z0, zs = fp[0], fp[1], fp[2], fp[3]
     for i in range(n):
         x, y, z = p[i, 0], p[i, 1], p[i, 2]
+        if kind == 4:
+            # the plug's profile does not change along y and is mirrored about x = 0
+            F[i, 0] = (abs(x) - r0) / rs
+            F[i, 1] = (z - z0) / zs
+            if want_jac:
+                J[i, 0, 0] = (1.0 if x >= 0.0 else -1.0) / rs
+                J[i, 1, 2] = 1.0 / zs
+            continue
         r = math.sqrt(x * x + y * y)
         F[i, 0] = (r - r0) / rs
         F[i, 1] = (z - z0) / zs

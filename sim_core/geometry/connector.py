@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from sim_core.geometry.sdf import _SDFBase
+
 MIN_CELLS_Z = 4        # the fewest cells up a prong: fewer cannot place the hook's breaks
 
 
@@ -246,6 +248,28 @@ def union_sdf(P, V, counts, d_out, g_out):
         d_out[q] = best
         g_out[q, 0] = bx
         g_out[q, 1] = bz
+
+
+class PlugSDF(_SDFBase):
+    """The plug's exact signed distance in 3-D, the interface of ``geometry.sdf``'s parts
+    (``query``, ``query_closest``, ``bounds``): what ``tightsim train sdf`` labels its samples
+    with and what the trained network is checked against.  The plug is a prism along y, so the
+    distance is ``union_sdf`` of (x, z) and the gradient has no y part.  ``bounds`` (x_max,
+    z_min, z_max): the training's working cylinder about z reaches every x of the profile.
+    The closest point is p - d grad: exact outside; inside, the deepest piece's face point."""
+
+    def __init__(self, spec: PlugSpec):
+        if not isinstance(spec, PlugSpec):
+            raise ValueError(f"PlugSDF needs a PlugSpec, got {type(spec).__name__}")
+        self.spec = spec
+        self.V, self.counts = packed_polygons(spec)
+        self.bounds = (float(spec.head_half), 0.0, float(spec.top))
+
+    def _run(self, p, d, g, c) -> None:
+        g2 = np.empty((len(p), 2))
+        union_sdf(np.ascontiguousarray(p[:, [0, 2]]), self.V, self.counts, d, g2)
+        g[:, 0], g[:, 1], g[:, 2] = g2[:, 0], 0.0, g2[:, 1]
+        c[:] = p - d[:, None] * g
 
 
 # ---- the view's surfaces ----------------------------------------------------------------------

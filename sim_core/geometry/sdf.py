@@ -908,10 +908,14 @@ class BoltSDF(_SDFBase):
         return out.reshape(zz.shape)
 
 
-def exact_sdf(spec) -> HoleSDF | BoltSDF:
-    """Exact SDF of a part spec (HoleSpec or BoltSpec)."""
+def exact_sdf(spec):
+    """Exact SDF of a part spec: HoleSpec, BoltSpec, or a snap fit's plug
+    (``connector.PlugSpec``: ``connector.PlugSDF``)."""
     if isinstance(spec, HoleSpec):
         return HoleSDF(spec)
     if isinstance(spec, BoltSpec):
         return BoltSDF(spec)
+    from sim_core.geometry import connector  # it builds on _SDFBase: imported here, not above
+    if isinstance(spec, connector.PlugSpec):
+        return connector.PlugSDF(spec)
     raise ValueError(f"no exact SDF for {type(spec).__name__}")

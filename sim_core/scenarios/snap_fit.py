@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from sim_core import config as config_mod
 from sim_core import step as step_mod
 from sim_core.config import ConfigError
 from sim_core.geometry.connector import PlugSpec, ProngSpec
+from sim_core.paths import assets_dir, scenario_path
 from sim_core.scenarios.common import contact_params, drive_gains, set_rotation
 from sim_core.systems.fem import prong as prong_mod
 from sim_core.systems.fem import snap
@@ -90,7 +92,41 @@ def build(cfg: dict, src: str = "config") -> snap.SnapModel:
     d = cfg["drive"]
     adm = snap.Admittance(pl["mass"], tuple(d["damping_linear"]), tuple(d["stiffness_linear"]))
     return snap.build(pm, plug, spacing=so["spacing"], seat_z=so["seat"], admittance=adm,
-                      mu=cfg["contact"]["friction"], T=cfg["scenario"]["dt"])
+                      mu=cfg["contact"]["friction"], T=cfg["scenario"]["dt"], sdf=plug_sdf(cfg, src))
+
+
+# the connectors whose plugs ship a trained network (assets/sdf/plug_NAME.npz, ``plugs``)
+SHIPPED = ("snap_fit", "snap_fit_lan", "snap_fit_cap")
+
+
+def plugs() -> dict[str, PlugSpec]:
+    """The shipped connectors' plugs by part name (``plug_snap_fit``, ...): what ``tightsim train
+    sdf --part`` takes besides the static parts, and whose networks ``plug_sdf`` loads."""
+    out = {}
+    for name in SHIPPED:
+        path = scenario_path(name)
+        out[f"plug_{name}"] = plug_spec(config_mod.load(path), str(path))
+    return out
+
+
+def plug_sdf(cfg: dict, src: str = "config"):
+    """The plug's signed distance as ``[contact] detector`` says: None for the exact profile (the
+    detection kernel's own), else the trained network of the shipped plug of this geometry
+    (seed 003's Model 2 onwards).  No network for this plug, or a bad weight file: a one-line
+    ``ConfigError``."""
+    if cfg["contact"]["detector"] == "exact":
+        return None
+    from sim_core.collision.neural_sdf import WeightsError
+    from sim_core.collision.neural_sdf import load as load_weights
+    spec = plug_spec(cfg, src)
+    name = next((n for n, s in plugs().items() if s == spec), None)
+    if name is None:
+        raise ConfigError(f"{src}: contact.detector = \"neural\": no trained network for this plug (networks "
+                          f"ship for the plugs of {', '.join(SHIPPED)}); use \"exact\"")
+    try:
+        return load_weights(assets_dir() / "sdf" / f"{name}.npz", spec=spec, part=name, probe=True)
+    except WeightsError as e:
+        raise ConfigError(f"{src}: contact.detector = \"neural\": {e}") from None
 
 
 def world(cfg: dict, src: str = "config") -> tuple[Model, State]:

@@ -7,8 +7,8 @@ between two FEM prongs until their hooks click over its head, with maximum-dissi
    modes, ``pmi.ModalPmi``), the plug's admittance PMI step towards its set point (eq. (5));
 2. detection -- the prongs' surface points (``prong.surface_samples``, interpolated from the
    FEM nodes, eq. (23)) in the plug's frame against its signed distance
-   (``connector.plug_sdf``; the exact one here, the trained network is the next step), kept
-   within ``band``; the plug's bottom against the socket's seat;
+   (``connector.plug_sdf`` as a kernel, or the plug's trained network ``SnapModel.sdf``:
+   seed 003's Model 2 onwards), kept within ``band``; the plug's bottom against the socket's seat;
 3. representatives -- per prong, k-means on (position, normal) with the deepest member of each
    cluster (Sec. IV-A), when more than ``clusters`` nodes touch;
 4. Delassus operator (eq. (27)) -- contact frames [n t1 t2] (n the plug's outward normal), the
@@ -119,6 +119,8 @@ class SnapModel:
     clusters: int = 16           # representatives per prong (8 let a prong twist past one: 93 um)
     vertex_P: np.ndarray | None = None   # (nv, 3, r) the prong mesh's vertices' motion per modal
                                          # coordinate, prong frame (zero at the fixed foot): the view's
+    sdf: object | None = None    # the plug's trained network (``neural_sdf.NeuralSDF``, plug frame): the
+                                 # detection's distance and normal; None: the exact profile's kernel
 
     @property
     def A_plug(self) -> np.ndarray:
@@ -216,11 +218,16 @@ def _detect(model: SnapModel, state: SnapState):
     sides = np.array(SIDES)[:, None]
     rel_x = sides * (model.spacing + X[..., 0]) - state.p[0]
     rel_z = X[..., 2] - state.p[2]
-    d, g = np.empty(2 * k), np.empty((2 * k, 2))
-    union_sdf(np.stack([rel_x.ravel(), rel_z.ravel()], axis=1), *model.plug_polygons, d, g)   # = plug_sdf
+    reach = model.band + 2.0 * model.T * float(np.linalg.norm(state.V))   # the plug's travel this step, and more
+    if model.sdf is None:
+        d, g = np.empty(2 * k), np.empty((2 * k, 2))
+        union_sdf(np.stack([rel_x.ravel(), rel_z.ravel()], axis=1), *model.plug_polygons, d, g)   # = plug_sdf
+    else:                # the network: normals only within reach (NaN beyond, where nothing reads them)
+        rel = np.stack([rel_x.ravel(), (X[..., 1] - state.p[1]).ravel(), rel_z.ravel()], axis=1)
+        d, g3 = model.sdf.query(rel, band=reach)
+        g = g3[:, [0, 2]]                    # the profile does not change along y: no y part
     d, g = d.reshape(2, k), g.reshape(2, k, 2)
     out = []
-    reach = model.band + 2.0 * model.T * float(np.linalg.norm(state.V))   # the plug's travel this step, and more
     for s in (0, 1):
         near = np.flatnonzero(d[s] < reach)
         if len(near) > model.clusters:

@@ -49,6 +49,8 @@ def _random_net(kind, params, seed=0):
 PARAMS = {"axial": [0.015, 0.015, 0.05, 0.05], "helical": [0.015, 0.015, 0.05, 0.05, 5e-3 / (2 * np.pi), 5e-3]}
 PARAMS["thread"] = PARAMS["helical"] + [0.03, 0.08, 0.01]
 PARAMS["bore"] = PARAMS["axial"] + [0.03, 0.08, 0.01]
+PARAMS["prism"] = [0.015, 0.015, 0.05, 0.05]
+KIND_NAMES = ["axial", "bore", "helical", "thread", "prism"]
 
 
 def _points(n=2000, seed=1):
@@ -61,7 +63,7 @@ def _points(n=2000, seed=1):
 def _torch_query(net, kind, params, p):
     pt = torch.from_numpy(p).requires_grad_(True)
     x, y, z = pt[:, 0], pt[:, 1], pt[:, 2]
-    r = torch.sqrt(x * x + y * y)
+    r = torch.abs(x) if kind == "prism" else torch.sqrt(x * x + y * y)
     f = [(r - params[0]) / params[1], (z - params[2]) / params[3]]
     if kind == "bore":
         f = [f[0], torch.clamp(z - params[4], max=0.0) / params[6], torch.clamp(z - params[5], min=0.0) / params[6]]
@@ -79,7 +81,7 @@ def _torch_query(net, kind, params, p):
     return d.detach().numpy(), (g / g.norm(dim=1, keepdim=True)).numpy()
 
 
-@pytest.mark.parametrize("kind", ["axial", "bore", "helical", "thread"])
+@pytest.mark.parametrize("kind", KIND_NAMES)
 def test_inference_matches_torch_with_autograd(kind):
     """Distance and normal of the NumPy/numba inference against torch (autograd normal,
     features written independently in torch)."""
@@ -91,7 +93,7 @@ def test_inference_matches_torch_with_autograd(kind):
     assert np.abs(g - g_ref).max() < NORMAL_TOL
 
 
-@pytest.mark.parametrize("kind", ["axial", "bore", "helical", "thread"])
+@pytest.mark.parametrize("kind", KIND_NAMES)
 def test_feature_jacobian_matches_central_differences(kind):
     p = _points(300)
     _, J = N.features(kind, PARAMS[kind], p, jacobian=True)
@@ -223,6 +225,20 @@ def test_train_cli_writes_weights_report_and_histogram(tmp_path, capsys):
     assert "hole" in capsys.readouterr().out
 
 
+def test_train_cli_trains_a_snap_plug(tmp_path):
+    """A snap fit's plug (issue 27) trains like a static part: kind prism, (|x|, z) over the
+    profile, loadable against that plug's geometry and refused for another plug's."""
+    from app.cli import main
+    from sim_core.scenarios import snap_fit
+    assert main(["train", "sdf", "--part", "plug_snap_fit_lan", "--steps", "30", "--batch", "1024", "--pool",
+                 "20000", "--eval-points", "2000", "--out", str(tmp_path), "--quiet"]) == 0
+    plugs = snap_fit.plugs()
+    net = N.load(tmp_path / "plug_snap_fit_lan.npz", spec=plugs["plug_snap_fit_lan"], part="plug_snap_fit_lan")
+    assert net.kind == "prism" and net.bounds[0] == plugs["plug_snap_fit_lan"].head_half
+    with pytest.raises(N.WeightsError, match="digest"):
+        N.load(tmp_path / "plug_snap_fit_lan.npz", spec=plugs["plug_snap_fit"], part="plug_snap_fit_lan")
+
+
 def test_torch_backend_gives_the_same_contacts():
     _, ns = _random_net("helical", PARAMS["helical"], seed=7)
     tb = N.TorchBackend(ns, device="cpu")
@@ -238,7 +254,9 @@ def test_torch_backend_gives_the_same_contacts():
 # --- the shipped weights -------------------------------------------------------------------
 
 def _static_parts():
-    return profiles.static_parts()
+    """The parts that ship a network: the static ones and the snap fits' plugs."""
+    from sim_core.scenarios import snap_fit
+    return profiles.static_parts() | snap_fit.plugs()
 
 
 def test_every_static_part_ships_weights_for_its_current_geometry():
@@ -269,7 +287,7 @@ def _report(name):
     return json.loads((assets_dir() / "sdf" / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize("name", ["hole", "bolt_M48x5"])
+@pytest.mark.parametrize("name", ["hole", "bolt_M48x5", "plug_snap_fit"])
 def test_shipped_weights_keep_their_reported_accuracy(name):
     acc, rep = _measure(name), _report(name)
     assert acc["rms_um"] <= REPORT_SLACK * rep["rms_um"]
@@ -295,6 +313,9 @@ KNOWN_SHORT_DEG = {
     'bolt_d56_p5.5': 37.4,
     'bolt_d60_p5.5': 32.4,
     'hole': 8.9,
+    'plug_snap_fit': 10.5,          # issue 27: the head's corners (docs/snap.md "The plug's network")
+    'plug_snap_fit_lan': 13.2,
+    'plug_snap_fit_cap': 14.2,
 }
 
 
