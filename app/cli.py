@@ -241,7 +241,7 @@ def cmd_train_sdf(a) -> int:
     from sim_core.paths import assets_dir
     if not _training_has("torch", "sdf"):
         return 2
-    parts = _sdf_parts()
+    parts = train_sdf.known_parts()
     names = sorted(train_sdf.sdf_parts(parts)) if a.part == "all" else [a.part]
     out = Path(a.out) if a.out else assets_dir() / "sdf"
     if bad := _shipped(out, assets_dir() / "sdf", a):
@@ -396,17 +396,11 @@ def _one_of(names, what: str):
     return parse
 
 
-def _sdf_parts() -> dict:
-    """Every part by asset name, and the shipped snap fits' plugs (``snap_fit.plugs``)."""
-    from sim_core.geometry import profiles
-    from sim_core.scenarios import snap_fit
-    return profiles.all_parts() | snap_fit.plugs()
-
-
 def _parts() -> list:
     """What ``train sdf --part`` takes: any part (the static ones and the plugs are what a
     scenario loads), or all."""
-    return sorted(_sdf_parts()) + ["all"]
+    from sim_core.learning import train_sdf
+    return sorted(train_sdf.known_parts()) + ["all"]
 
 
 def _device(text: str) -> str:

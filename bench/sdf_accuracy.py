@@ -17,13 +17,11 @@ import time
 
 def main(argv=None) -> int:
     from sim_core.collision import neural_sdf
-    from sim_core.geometry import profiles
     from sim_core.geometry.sdf import exact_sdf
     from sim_core.learning import train_sdf
     from sim_core.paths import assets_dir
-    from sim_core.scenarios import snap_fit
 
-    parts = profiles.all_parts() | snap_fit.plugs()
+    parts = train_sdf.known_parts()
     static = sorted(train_sdf.sdf_parts(parts))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", type=int, default=100_000)

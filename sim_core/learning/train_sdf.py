@@ -49,6 +49,13 @@ NORMAL_WEIGHT = 0.0
 SDF_KINDS = profiles.STATIC_KINDS + (PlugSpec,)
 
 
+def known_parts() -> dict:
+    """Every part by asset name and the shipped snap fits' plugs (``snap_fit.plugs``): the names
+    ``train sdf --part`` knows."""
+    from sim_core.scenarios import snap_fit
+    return profiles.all_parts() | snap_fit.plugs()
+
+
 def sdf_parts(parts: dict) -> dict:
     """Those of `parts` (name -> spec) that have a network: what ``train sdf --part all`` trains."""
     return {n: s for n, s in parts.items() if isinstance(s, SDF_KINDS)}
@@ -155,11 +162,11 @@ def _pool_errors(net, FP, target, dtype, chunk: int = 200_000) -> np.ndarray:
 
 def train(part: str, settings: TrainSettings | None = None, progress: bool = True,
           parts: dict | None = None) -> NeuralSDF:
-    """Train the neural SDF of `part` (a static part name) and return it."""
+    """Train the neural SDF of `part` (a static part's or a plug's name, ``known_parts``) and return it."""
     import torch
     DTYPE = torch.float32                     # float32: twice the steps per second of float64
     s = settings or TrainSettings()
-    parts = parts or profiles.all_parts()
+    parts = parts or known_parts()
     if part not in parts:
         raise ValueError(f"train sdf: unknown part {part!r} (known: {', '.join(sorted(parts))})")
     spec = parts[part]

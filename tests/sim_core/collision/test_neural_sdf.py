@@ -255,8 +255,8 @@ def test_torch_backend_gives_the_same_contacts():
 
 def _static_parts():
     """The parts that ship a network: the static ones and the snap fits' plugs."""
-    from sim_core.scenarios import snap_fit
-    return profiles.static_parts() | snap_fit.plugs()
+    from sim_core.learning import train_sdf
+    return train_sdf.sdf_parts(train_sdf.known_parts())
 
 
 def test_every_static_part_ships_weights_for_its_current_geometry():
