@@ -150,6 +150,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                    doc="N of the friction law: tangential force <= friction f_n^N (seed 002 "
                                        "eq. (8), on forces, so independent of the step; 1: Coulomb; != 1 needs "
                                        "solver pgs)"),
+        "impact_splits": Field("int", 3, lo=0, hi=6,
+                               doc="a step in which a rigid contact arrives fast is taken again as two halves, "
+                                   "at most this many levels (2: quarter steps; 0: never): the overshoot of an "
+                                   "impact at speed u is T u / 2 (docs/contact_solving.md)"),
+        "impact_tolerance": Field("float", 1e-5, gt=0.0, hi=1e-2, unit="m",
+                                  doc="the penetration a rigid contact may gain in one step before the step "
+                                      "is halved"),
     },
     "arm": {
         "robot": Field("enum", "panda", choices=("panda", "off"),

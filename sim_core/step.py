@@ -18,6 +18,8 @@ It reads as its stages:
    island, islands joined by couplings and body-body contacts (``contact.solvers.SOLVERS``,
    ``islands``, ``solve``), each contact with its pair's material (``contact.materials``); an
    island with a contact between two bodies keeps their total momentum (``contact.body_body``);
+   6b. **impact refinement** -- a step in which a rigid contact would gain more penetration
+   than ``impact_tolerance`` is taken again as two halves (``contact.impacts``, ``halves``);
 7. **integration** -- every body's pose in one kernel (``systems.rigid.advance``) and each
    system's own state (``System.advance``).
 
@@ -41,6 +43,7 @@ from sim_core.contact import (
     compliant_stage,
     cspace,
     frames,
+    impacts,
     island_solvers,
     materials,
     solver_sor,
@@ -77,6 +80,8 @@ class Found:
     n_candidates: int
     n_contacts: int                # detected nodes, all pairs
     fallback: bool                 # some pair's clustering safety net acted
+    nodes: Contacts | None = None  # every detected node before clustering, each on its body (the
+                                   # impact check's: a node no representative stands for can arrive too)
 
 
 @dataclass
@@ -96,6 +101,9 @@ class StepInfo:
     capped: bool = False           # a coupled island's subsystem iteration stopped at its cap (island_solvers)
     grasp_error: float = 0.0       # m, tool-grasp distance at the start of the step
     dt: float = 0.0                # s, the step's length (what a replay must step with)
+    substeps: int = 1              # steps of dt / 2^k it was taken as (contact.impacts; 1: not split)
+    contact_work: float = 0.0      # J, the contacts' work over the step as PMI books it: the impulse
+                                   # dt contact_wrench on the midpoint twist (V_k + V_k+1) / 2, every body
 
 
 def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = None,
@@ -105,12 +113,13 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
     (``body``: shape a's, pushed along +n; ``other``: shape b's, or WORLD).  `pull` (B,6): the
     wrench on each body now (the learned clustering's input; zero when not given)."""
     laps = Laps() if laps is None else laps
-    sets, d_all, n_cand, n_cont, fell = [], [], 0, 0, False
+    sets, raw, d_all, n_cand, n_cont, fell = [], [], [], 0, 0, False
     cluster = clustering.CLUSTERINGS[model.contact.clustering]
     groups, grouped = batch.plan(model)           # many capsules against one world shape: one call
     for g in groups:
         found = batch.detect(model, state, g, dt)
         sets.append(found)
+        raw.append(found)
         d_all.append(found.d)
         n_cand += g.body.shape[0]
         n_cont += len(found)
@@ -135,6 +144,7 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
             fell |= out.fallback
         laps.lap("clustering")
         sets.append(found.on(a.body, b.body, k))
+        raw.append(det.nodes.on(a.body, b.body, k))
         d_all.append(det.d_all)
         n_cand += det.n_candidates
         n_cont += len(det.nodes)
@@ -142,7 +152,7 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
     found = Contacts.concat(sets)
     if groups and len(sets) > 1:                  # the pairs' contacts in the model's pair order
         found = found.rows(np.argsort(found.pairs(), kind="stable"))
-    return Found(found, d, n_cand, n_cont, fell)
+    return Found(found, d, n_cand, n_cont, fell, Contacts.concat(raw))
 
 
 def cspace_row(model: Model, state: State):
@@ -161,8 +171,12 @@ def cspace_row(model: Model, state: State):
     return None
 
 
-def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tuple[State, StepInfo]:
+def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
+         splits: int | None = None) -> tuple[State, StepInfo]:
+    """One step of `dt` (the model's by default).  `splits`: how many more times it may be
+    halved at an impact (``contact.impacts``; the model's ``impact_splits`` by default)."""
     dt = model.dt if dt is None else float(dt)
+    splits = model.contact.impact_splits if splits is None else splits
     laps = Laps()
     blk = rigid.blocks(model, state, inp, dt)
     preps = [s.prepare(model, state, sub, inp, dt, blk) for s, sub in zip(model.systems, state.systems)]
@@ -186,6 +200,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
     on = c.bodies()
     sol = solve(model, state, c, on, blk, A_ab, row, dt, theta)
     laps.lap("solving")
+    if impacts.should_split(model, found.nodes, state, sol.V, dt, splits):
+        return halves(model, state, inp, dt, splits - 1)
     warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None))
     Vn = sol.V.reshape(model.n_bodies, 6)
     p, R = rigid.advance(state, Vn, dt)
@@ -198,7 +214,25 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None) -> tu
         report.update(rep)
     nxt = State(state.t + dt, p, R, Vn, warm, tuple(subs))
     laps.lap("integration")
-    return nxt, info_of(model, found, sol, laps, dt=dt, **report)
+    info = info_of(model, found, sol, laps, dt=dt, **report)
+    work = dt * float(np.sum(info.contact_wrench * (0.5 * (state.V + Vn))))
+    return nxt, replace(info, contact_work=work)
+
+
+def halves(model: Model, state: State, inp: Inputs, dt: float, splits: int) -> tuple[State, StepInfo]:
+    """Stage 6b: the step taken again as two steps of dt / 2 with the same inputs
+    (``contact.impacts``); it ends at exactly t + dt and reports the second half's contacts and
+    their forces, the halves' mean contact wrench (the step's impulse over dt), their work and
+    stage times summed, the deeper penetration of the two, and its substeps."""
+    mid, first = step(model, state, inp, 0.5 * dt, splits)
+    end, second = step(model, mid, inp, 0.5 * dt, splits)
+    times = {k: first.times.get(k, 0.0) + second.times.get(k, 0.0) for k in {*first.times, *second.times}}
+    info = replace(second, dt=dt, times=times, substeps=first.substeps + second.substeps,
+                   max_penetration=max(first.max_penetration, second.max_penetration),
+                   contact_wrench=0.5 * (first.contact_wrench + second.contact_wrench),   # the step's impulse / dt
+                   contact_work=first.contact_work + second.contact_work,
+                   sweeps=max(first.sweeps, second.sweeps), capped=first.capped or second.capped)
+    return replace(end, t=state.t + dt), info
 
 
 def islands(n_bodies: int, on: np.ndarray, other: np.ndarray, ca: np.ndarray | None = None,

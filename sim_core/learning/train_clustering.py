@@ -183,6 +183,8 @@ def rollout_models(task: str, seeds, seconds: float, parts: tuple[str, str] | No
         cfg = scenario.perturbed(base, int(seed))
         cfg["contact"]["clustering"] = "kmeans"          # the candidate networks are passed in
         cfg["contact"]["fallback_depth"] = 1.0   # m: never
+        cfg["contact"]["impact_splits"] = 0      # nor the step's impact refinement (contact.impacts): the
+                                                 # network pays for the depth it lets nodes reach at T
         model, state = scenario.build(cfg, f"{task} (rollout, perturbed start {seed})")
         out.append((model, scenario.record(cfg), state, int(round(seconds / model.dt))))
     return out

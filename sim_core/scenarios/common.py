@@ -32,7 +32,8 @@ def contact_params(c: dict) -> ContactParams:
                          subsystem_split=c["subsystem_split"],
                          island_iterations=c["island_iterations"], island_tolerance=c["island_tolerance"],
                          regulation_xi=c["regulation_xi"], regulation_alpha=c["regulation_alpha"],
-                         friction_exponent=c["friction_exponent"])
+                         friction_exponent=c["friction_exponent"], impact_splits=c["impact_splits"],
+                         impact_tolerance=c["impact_tolerance"])
 
 
 def drive_gains(cfg: dict) -> tuple[np.ndarray, np.ndarray]:

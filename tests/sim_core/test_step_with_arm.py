@@ -180,7 +180,7 @@ def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
     st = scenario.simulate(model, scen, state, 1.2).final                 # in the bore
     inp = scenario.inputs_at(scen, st.t)
     seen.clear()
-    step_mod.step(model, st, inp)
+    step_mod.step(model, st, inp, splits=0)            # one detection: not halved at an impact
     F0, B = dynamics.drive_terms(model.drive.K[0], model.drive.D[0], model.dt, st.p_w[0], st.R_wb[0], st.V[0],
                                  inp.p_set_w[0], inp.R_set_w[0], inp.v_set_w[0], inp.w_set_w[0], inp.f_ext[0])
     assert len(seen) == 1 and np.allclose(seen[0], F0 - B @ st.V[0], rtol=0, atol=1e-12)
@@ -189,7 +189,7 @@ def test_the_networks_get_the_external_wrench_the_step_applies(monkeypatch):
     for _ in range(120):
         full, _ = step_mod.step(model, full, scenario.inputs_at(scen, full.t))
     seen.clear()
-    step_mod.step(model, full, scenario.inputs_at(scen, full.t))
+    step_mod.step(model, full, scenario.inputs_at(scen, full.t), splits=0)
     s, arm, T = model.systems[0], model.systems[0].arm, model.dt
     R_wb, p_w, V = full.R_wb[0], full.p_w[0], full.V[0]
     R_t, p_t = arm.tcp_pose(joints(full)[0])

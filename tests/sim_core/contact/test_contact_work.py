@@ -23,6 +23,7 @@ the midpoint velocity (``solver_pgs`` module docstring), apart from the drive's.
   landing's penetration is pushed out, and the contacts' work summed from the start stays
   <= 0 at every step.
 """
+import dataclasses
 import math
 
 import numpy as np
@@ -76,7 +77,7 @@ def run_with_work(cfg, on_state=None):
         return 0.5 * body.mass * V[:3] @ V[:3] + 0.5 * V[3:] @ body.inertia_b @ V[3:]
 
     def on(prev, inp, s, info):
-        work[0] += info.dt * float(info.contact_wrench[0] @ (0.5 * (prev.V[0] + s.V[0])))
+        work[0] += info.contact_work          # the step's, summed over its halves when it split (contact.impacts)
         speed[0] = float(np.linalg.norm(0.5 * (prev.V[0, :3] + s.V[0, :3])))
     res = scenario.simulate(model, scen, st, on_step=on)
     return res, work[0], ke(res.final) - ke(st) - work[0], speed[0]
@@ -193,12 +194,15 @@ def _rundown(steps: int):
     from sim_core.scenarios import fidelity as F
     model, _, _ = F.build("bolting", "defaults", 0.0)
     model = F.with_drive(model, np.zeros(6), np.zeros(6))
+    # the landing met by the whole 10 ms step (no impact refinement, contact.impacts): ~100 um
+    # deep, the penetration whose push-out these tests are about (refined it lands ~5 um deep)
+    model = dataclasses.replace(model, contact=dataclasses.replace(model.contact, impact_splits=0))
     st = F.nut_start(model)
     inputs = F._hold_inputs(st.p_w[0], np.array([0.0, 0.0, -100.0, 0.0, 0.0, 0.0]), None, model.dt, 15)
     W, work, mean = 0.0, [], []
     for k in range(steps):
         nxt, info = step_mod.step(model, st, inputs(k, st))
-        W += model.dt * float(info.contact_wrench[0] @ (0.5 * (st.V[0] + nxt.V[0])))
+        W += info.contact_work
         st = nxt
         work.append(W)
         mean.append(info.mean_penetration)

@@ -137,6 +137,7 @@ def test_rollout_term_is_the_closed_loop_penetration_past_the_allowance(ref, tmp
     assert n == 50 and model.contact.fallback_depth >= 1.0
     cfg = scenario.perturbed(config_mod.load(scenario_path("bolting")), TC.ROLLOUT_FIT_SEEDS)
     cfg["contact"]["fallback_depth"] = 1.0
+    cfg["contact"]["impact_splits"] = 0
     cfg["contact"]["clustering"] = "learned"
     m2, s2 = scenario.build(cfg)
     m2 = replace(m2, pairs=tuple(replace(p, clustering_net=net) for p in m2.pairs))
