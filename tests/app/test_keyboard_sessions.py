@@ -383,9 +383,10 @@ def _winding_arc_events() -> list:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 26 (5) not met: the felt force grows with the wrap (0.38 -> "
-                   "2.4 N), but from 1.2 N the coil sinks 0.70 mm into the drum and the free span whips (its "
-                   "kinetic energy 1 uJ -> 34 mJ, not from the contacts): the couplings' turns, predicted "
+@pytest.mark.xfail(strict=True, reason="issue 26 (5) not met: at the shipped fixed step links 23-33 of the "
+                   "free span spin up once the tension passes ~1 N (to 900 rad/s) and the coil is pulled into "
+                   "the drum; halving at impacts (impact_splits = 3) keeps the end and the felt force grows 6x, "
+                   "but from 1.2 N the coil sinks 0.70 mm and the span whips: the couplings' turns, predicted "
                    "without the contacts, and the contact solve have no converged fixed point at 10 ms "
                    "(docs/cable.md)")
 def test_winding_by_hand_round_the_drum_feels_the_tension_grow():
