@@ -29,7 +29,7 @@ def main(names: list[str]) -> None:
         events, duration = SESSIONS[name]
         batch, worst = T.BATCH_PENETRATION[name], 0.0
         for k in range(SHIFTS):
-            tr, _ = run_lockstep(name, duration + k / 60, [(e[0] + k / 60, *e[1:]) for e in events])
+            tr, _ = run_lockstep(name, duration + k / 60, T.shifted(events, k))
             a = tr.arrays()
             pen = a["part_pen"].max()
             worst = max(worst, pen)

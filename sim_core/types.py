@@ -86,7 +86,7 @@ class ContactParams:
     regulation_alpha: float = 0.7   # alpha of eq. (16), (0, 1): the allowed change shrinks by it per iteration
     friction_exponent: float = 1.0  # N of the default material's friction law (Material.friction_exponent)
     impact_splits: int = 0          # levels a step may be halved when a contact arrives fast (contact.impacts)
-    impact_tolerance: float = 2e-5  # m: a step in which a rigid contact gains more penetration is halved
+    impact_tolerance: float = 1e-5  # m: a step in which a detected node gains more penetration is halved
 
     @property
     def material(self) -> Material:

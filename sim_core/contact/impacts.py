@@ -8,21 +8,22 @@ is d + T u0 / 2 < 0: an impact at normal speed |u0| overshoots by up to T |u0| /
 rigid scenarios' T = 10 ms a peg knocked against the bore at 14 mm/s goes 70 um in, 27 mm/s
 135 um (issue 23: the scripted peg session's deepest points, four times the batch run's).
 
-What.  After the solve the step predicts each contact's gap at its end from the solved
-velocities, d + T n . v_mid with v_mid the contact point's midpoint velocity (exactly what
-the position update will do, to first order in the turn), and compares it with the
-contact's start.  When some contact gains more than ``ContactParams.impact_tolerance`` of
-penetration in the step, the step is discarded and taken as two half steps from the same
-state with the same inputs, each of which may split again, at most ``impact_splits`` levels
-(2: quarter steps).  The overshoot scales with the step, so a level halves it.
+What.  After the solve the step predicts each detected node's gap at its end from the solved
+velocities, d + T n . v_mid with v_mid the node's midpoint velocity (exactly what the position
+update will do, to first order in the turn), and compares it with the node's start.  Every
+node, not only the clustering's representatives: one no representative stands for can arrive
+too.  When some node gains more than ``ContactParams.impact_tolerance`` of penetration in the
+step, the step is discarded and taken as two half steps from the same state with the same
+inputs, each of which may split again, at most ``impact_splits`` levels (3: eighth steps).
+The overshoot scales with the step, so a level halves it.
 
 What it keeps.  Each half is the ordinary step: its energy behaviour (PMI, the contacts'
 targets) is the step's own, and a run is as deterministic as before -- a replay that steps
 the logged dt splits the same way and repeats bitwise.  Compliant contacts (seed 001's law)
 are left out: their penetration is the law's, and their variable step already lands
-touchdowns (``dynamics.variable_step``).  The cost is paid only in the steps that split:
-one more linear pass over the contacts in every step (no second detection), and in a split
-step the step's work two (or four) times over.
+touchdowns (``dynamics.variable_step``).  The cost: one more linear pass over the nodes in
+every step (no second detection), and in a step that splits, the discarded solve and its
+halves (at most 2^L steps of dt / 2^L, the levels only where the impact is).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from sim_core.types import Contacts
 
 
 def penetration_gain(model, c: Contacts, p_w, R_wb, V0, V1, dt: float) -> float:
-    """m, the most penetration any rigid contact of `c` gains over a step of `dt` with the
+    """m, the most penetration any rigid contact (detected node) of `c` gains over a step of `dt` with the
     bodies' twists V0 (B,6) at its start and V1 at its end ([v world; w body], the step's
     convention) and the poses (p_w, R_wb) at its start: max_i (pen_end_i - pen_start_i),
     pen = max(0, -gap), gap_end = d + dt n_i . (relative velocity of the contact point at

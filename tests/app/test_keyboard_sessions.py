@@ -272,13 +272,17 @@ PEG_EVENTS = ([(0.2, "drag", -3, 0, 1)] + [(0.5 + i / 60, "scroll", -1) for i in
 PEG_SHIFTS = (0, 1, 2)
 
 
+def shifted(events: list, frames: int) -> list:
+    """A key script with every event `frames` frames (1/60 s) later."""
+    return [(e[0] + frames / 60, *e[1:]) for e in events]
+
+
 @functools.cache
 def _peg_session(shift: int = 0) -> dict:
     """The scripted peg session's arrays (`_check_not_thrown`'s) with its events `shift`
     frames (1/60 s) later, each run once for the tests."""
     from app.lockstep import run_lockstep
-    events = [(e[0] + shift / 60,) + tuple(e[1:]) for e in PEG_EVENTS]
-    tr, _ = run_lockstep("peg_in_hole", 3.5 + shift / 60, events)
+    tr, _ = run_lockstep("peg_in_hole", 3.5 + shift / 60, shifted(PEG_EVENTS, shift))
     return _check_not_thrown(tr, "peg_in_hole")
 
 
