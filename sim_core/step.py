@@ -186,13 +186,15 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     laps.lap("cspace")
     cp = model.couplings
     theta = None                   # (B,3) rad, the bodies' turns over the step: what a subsystem solver
-    if cp is None or len(cp) == 0:  # needs to take a cut coupling's terms out (island_solvers)
+    newton = None                  # needs to take a cut coupling's terms out (island_solvers)
+    if cp is None or len(cp) == 0:
         A_ab = _NO_COUPLINGS
-    elif model.contact.island_solver in island_solvers.NEEDS_TURNS:   # the terms apply adds, and the turns
-        theta, _, (blk.A[...], blk.b[...], A_ab, _) = couplings.turns(cp, state.p_w, state.R_wb, state.V, dt,
-                                                                      blk.A, blk.b)
-    else:
-        A_ab = couplings.apply(cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b)[0]
+    else:                          # the couplings' terms at the turns, from the last step's Newton matrix
+        turned, _, (blk.A[...], blk.b[...], A_ab, _), newton = couplings.turns(
+            cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b,
+            newton=None if state.warm is None else state.warm.newton)
+        if model.contact.island_solver in island_solvers.NEEDS_TURNS:
+            theta = turned
     folds = [s.fold(model, state, sub, inp, dt, prep, blk)
              for s, sub, prep in zip(model.systems, state.systems, preps)]
     laps.lap("systems")
@@ -202,7 +204,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     laps.lap("solving")
     if impacts.should_split(model, found.nodes, state, sol.V, dt, splits):
         return halves(model, state, inp, dt, splits - 1)
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None))
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton)
     Vn = sol.V.reshape(model.n_bodies, 6)
     p, R = rigid.advance(state, Vn, dt)
     if sol.shift is not None:              # compliant contacts: the closed form's displacement

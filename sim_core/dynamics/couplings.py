@@ -796,9 +796,30 @@ def _chunks(cp: Couplings) -> int:
     return int(min(get_num_threads(), len(cp)))
 
 
+@dataclass(frozen=True)
+class _Kinds:
+    """What the kernels need to know of a set of couplings, found once (``_kinds``)."""
+    framed: bool                   # any coupling FRAME_ANCHOR (else the world-axes kernels alone run)
+    anchor_only: bool              # every coupling FRAME_ANCHOR (no world rows to add)
+    frame: np.ndarray | None       # (c,) int64, cp.frame as the kernels take it
+    inner: np.ndarray              # (c_in,) int64, the couplings between two bodies (a >= 0)
+
+
+def _kinds(cp: Couplings) -> _Kinds:
+    """``_Kinds`` of cp, cached on it (the turns' passes ask several times a step; a Couplings
+    is constant)."""
+    got = cp.__dict__.get("_kinds_cache")
+    if got is None:
+        framed = cp.frame is not None and bool(np.any(cp.frame == FRAME_ANCHOR))
+        got = _Kinds(framed, framed and bool(np.all(cp.frame == FRAME_ANCHOR)),
+                     None if cp.frame is None else cp.frame.astype(np.int64), np.flatnonzero(cp.a >= 0))
+        object.__setattr__(cp, "_kinds_cache", got)
+    return got
+
+
 def _framed(cp: Couplings) -> bool:
     """Whether any coupling is FRAME_ANCHOR (else today's world-axes kernels alone run)."""
-    return cp.frame is not None and bool(np.any(cp.frame == FRAME_ANCHOR))
+    return _kinds(cp).framed
 
 
 def _world_only(cp: Couplings):
@@ -810,9 +831,10 @@ def _world_only(cp: Couplings):
 def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
     """(A_ab (c,6,6), e (c,6), F0 (c,6)) of every coupling at the turns theta, the diagonal terms
     added to A, rhs in place: ``coupling_terms``, and ``local_terms`` for FRAME_ANCHOR rows."""
-    if not _framed(cp):
+    kinds = _kinds(cp)
+    if not kinds.framed:
         return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta, T, A, rhs)
-    if np.all(cp.frame == FRAME_ANCHOR):    # no world rows: nothing for the world kernel to add
+    if kinds.anchor_only:                   # no world rows: nothing for the world kernel to add
         c = len(cp)
         Aab, e, F0 = np.zeros((c, 6, 6)), np.zeros((c, 6)), np.zeros((c, 6))
     else:
@@ -821,29 +843,30 @@ def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
                                     rhs)
     chunks = _chunks(cp)
     if chunks > 1:
-        local_terms_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+        local_terms_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w,
                              R_wb, V, theta, T, A, rhs, Aab, e, F0, chunks)
     else:
-        local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w, R_wb, V,
+        local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w, R_wb, V,
                     theta, T, A, rhs, Aab, e, F0)
     return Aab, e, F0
 
 
 def _newton(cp: Couplings, R_wb, p_w, e, V, Vn, theta, T, J):
     """``newton_terms`` (world axes) and ``local_newton_terms`` (FRAME_ANCHOR rows)."""
-    if not _framed(cp):
+    kinds = _kinds(cp)
+    if not kinds.framed:
         return newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, cp.K, cp.D, R_wb, e, V, Vn, theta, T, J)
-    if np.all(cp.frame == FRAME_ANCHOR):
+    if kinds.anchor_only:
         Jab, Jba = np.zeros((len(cp), 6, 6)), np.zeros((len(cp), 6, 6))
     else:
         K0, D0 = _world_only(cp)
         Jab, Jba = newton_terms(cp.a, cp.b, cp.r_a, cp.r_b, K0, D0, R_wb, e, V, Vn, theta, T, J)
     chunks = _chunks(cp)
     if chunks > 1:
-        local_newton_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+        local_newton_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w,
                               R_wb, V, Vn, theta, T, J, Jab, Jba, chunks)
     else:
-        local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, cp.frame.astype(np.int64), p_w,
+        local_newton_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w,
                            R_wb, V, Vn, theta, T, J, Jab, Jba)
     return Jab, Jba
 
@@ -958,11 +981,14 @@ TURN_MAX_ITER = 20
 # Below this turn (rad) the tolerance is absolute, TURN_TOL * TURN_FLOOR: a body at rest is
 # converged when its turn is zero to rounding.
 TURN_FLOOR = 1e-3
-# Newton refreshes its matrix while a pass still changes the turns by more than this
-# (relative); below, the last matrix is reused (a chord pass, which still gains about this
-# factor a pass).  Measured on 40 links over 200 steps, kernels a step (coupling / Newton):
-# at 1e-6: 3.9 / 2.0 (T = 1 ms), 5.3 / 3.7 (10 ms); at 1e-2: 3.9 / 1.0 and 6.1 / 2.2.
-NEWTON_REFRESH = 1e-2
+# Newton forms a new matrix when a pass shrank by less than this factor on the pass before; a
+# matrix that still gains 10x a pass is kept -- through the passes (chord passes), and into the
+# next step (``turns``' `newton`, ``types.Warm.newton``).  Measured on the 160-link winding
+# (200 steps, 2026-11-27): 2.2 -> 1.0 matrices a step (each ~0.5 ms, forward differences),
+# 5.4 -> 5.0 passes, at most 7; at 0.3: 0.6 matrices but 6.5 passes, at most 10.  (Before, a
+# matrix was formed afresh each step and refreshed while a pass changed the turns by more than
+# 1e-2 of the largest: the first, at the contact-free prediction's start, gains only ~3x.)
+NEWTON_CONTRACTION = 0.1
 # The most a Newton pass may change a body's turn (rad): far from the solution (steps where a
 # link turns ~1 rad) a full pass can overshoot; capped, it walks in (measured at T = 10 ms).
 TURN_STEP = 0.3
@@ -1083,9 +1109,9 @@ def block_solve(cp: Couplings, A, Jab, Jba, rhs):
 def block_solver(cp: Couplings, A, Jab, Jba):
     """``block_solve`` factorized once: a function rhs (B,6) -> x (B,6) (Newton's chord passes
     reuse a matrix, ``turns``)."""
-    w = cp.a >= 0
+    w = _kinds(cp).inner
     a, b = cp.a[w], cp.b[w]
-    Jab, Jba = np.ascontiguousarray(Jab[w]), np.ascontiguousarray(Jba[w])
+    Jab, Jba = Jab[w], Jba[w]                   # integer indexing: contiguous copies
     ok, order, parent, edge = _tree(cp, A.shape[0], a, b)
     if ok:
         fac = blocktree.factor(A, order, parent, edge, a, Jab, Jba)
@@ -1113,21 +1139,28 @@ def _tree(cp: Couplings, nb: int, a, b):
     return got[1]
 
 
-def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER):
-    """(theta (B,3), passes, (A, rhs, A_ab, e) at theta): every body's turn T w_mid over the
-    step (rad, body axes) in the contact-free coupled system A(theta) V+ = b(theta),
+def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER, newton=None):
+    """(theta (B,3), passes, (A, rhs, A_ab, e) at theta, newton): every body's turn T w_mid over
+    the step (rad, body axes) in the contact-free coupled system A(theta) V+ = b(theta),
     theta = T (w_k + w+)/2 (module docstring): one solve with theta = T w_k, then Newton's
     method, each pass's change of theta capped at TURN_STEP.  A, rhs: the bodies' blocks
     without the couplings (not changed).  Not converged in `max_iter` passes: the iterate
     with the smallest Newton step (passes = max_iter; the energy is then not exact); not
-    finite: theta = 0, the start-of-step map (passes = -1)."""
+    finite: theta = 0, the start-of-step map (passes = -1).
+
+    ``newton`` (J (B,6,6), J_ab, J_ba (c,6,6)): a Newton matrix to start the passes with -- the
+    one this returns, kept from the step before (``types.Warm.newton``).  A matrix is formed
+    afresh only when a pass contracted slower than NEWTON_CONTRACTION: the answer is the same to
+    TURN_TOL, only the number of matrices differs (docs/cable.md "Step cost")."""
     T = float(T)
     framed = _framed(cp)
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
     Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
-    jac, d = None, np.inf
+    jac, d, d_last = None, np.inf, np.inf
+    if newton is not None and newton[0].shape == A.shape and newton[1].shape[0] == len(cp):
+        jac = block_solver(cp, *newton)
     best = (np.inf, theta, (A1, b1, Aab, e))
     tried = None                # the line search's accepted trial: this pass's terms already
     for it in range(max_iter):
@@ -1137,20 +1170,21 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
         else:
             A1, b1 = A.copy(), rhs.copy()
             Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
-        if jac is None or d > NEWTON_REFRESH * np.abs(theta).max():
+        if jac is None or d > NEWTON_CONTRACTION * d_last:
             J = A.copy()
             Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
+            newton = (J, Jab, Jba)
             jac = block_solver(cp, J, Jab, Jba)        # factorized once, reused by the chord passes
         res = _residual(A1, b1, cp.a, cp.b, Aab, Vn)
         dV = jac(res)
-        d = 0.5 * T * np.abs(dV[:, 3:]).max()
+        d_last, d = d, 0.5 * T * np.abs(dV[:, 3:]).max()
         if not np.isfinite(d):
             theta = np.zeros_like(theta)
             A1, b1 = A.copy(), rhs.copy()
             Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
-            return theta, -1, (A1, b1, Aab, e)
+            return theta, -1, (A1, b1, Aab, e), None
         if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
-            return theta, it + 1, (A1, b1, Aab, e)
+            return theta, it + 1, (A1, b1, Aab, e), newton
         if d < best[0]:
             best = (d, theta, (A1, b1, Aab, e))
         s = min(1.0, TURN_STEP / d)
@@ -1158,7 +1192,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             s, tried = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)))
         Vn = Vn + s * dV
         d *= s
-    return best[1], max_iter, best[2]
+    return best[1], max_iter, best[2], newton
 
 
 # The FRAME_ANCHOR couplings' line search: a pass is halved while it does not lower the
@@ -1191,7 +1225,7 @@ def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
     if cp is None or len(cp) == 0:
         return np.zeros((0, 6, 6)), np.zeros((0, 6))
     if theta is None:
-        _, _, (A1, b1, Aab, e) = turns(cp, p_w, R_wb, V, T, A, rhs)
+        _, _, (A1, b1, Aab, e), _ = turns(cp, p_w, R_wb, V, T, A, rhs)
         A[...] = A1
         rhs[...] = b1
         return Aab, e
