@@ -585,9 +585,12 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
             i = q if full else order[q]
             Gi, Wi, AGi, li = G[i], W[i], AG[i], lam[i]
             for r in range(3):           # uf = G_i V - W_i lambda_i, without temporaries
-                acc = 0.0
-                for j in range(n):
-                    acc += Gi[r, j] * V[j]
+                if ident:                # G_i V is V's rows 3i..3i+2: the same sum without its zeros
+                    acc = V[3 * i + r]
+                else:
+                    acc = 0.0
+                    for j in range(n):
+                        acc += Gi[r, j] * V[j]
                 uf[r] = acc - (Wi[r, 0] * li[0] + Wi[r, 1] * li[1] + Wi[r, 2] * li[2])
             modes[i] = _single(Wi, uf, bn[i], mu[i], star)
             d0, d1, d2 = star[0] - li[0], star[1] - li[1], star[2] - li[2]

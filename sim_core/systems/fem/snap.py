@@ -63,6 +63,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from sim_core.contact import solver_sor
 from sim_core.contact.clustering import kmeans_labels
@@ -205,15 +206,26 @@ def start(model: SnapModel, p0) -> SnapState:
 def _frames(n: np.ndarray) -> np.ndarray:
     """(k, 3, 3) columns [n t1 t2] for unit normals n (k, 3)."""
     a = np.where(np.abs(n[:, 2:3]) < 0.9, np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
-    t1 = np.cross(n, a)
+    t1 = _cross(n, a)
     t1 /= np.linalg.norm(t1, axis=1)[:, None]
-    return np.stack([n, t1, np.cross(n, t1)], axis=2)
+    return np.stack([n, t1, _cross(n, t1)], axis=2)
+
+
+def _cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row-wise x x y (k, 3): np.cross's arithmetic without its axis handling (~50 us a step)."""
+    out = np.empty_like(x)
+    out[:, 0] = x[:, 1] * y[:, 2] - x[:, 2] * y[:, 1]
+    out[:, 1] = x[:, 2] * y[:, 0] - x[:, 0] * y[:, 2]
+    out[:, 2] = x[:, 0] * y[:, 1] - x[:, 1] * y[:, 0]
+    return out
 
 
 def _detect(model: SnapModel, state: SnapState):
-    """Per prong the candidate points: (side index, point index, gap m, outward normal (3,) world)."""
+    """The candidate points, side 0's then side 1's: (side (n,) int, node index (n,) int, gap (n,) m,
+    outward normal (n, 3) world)."""
     k = len(model.X_contact)
-    u = np.einsum("kar,sr->ska", model.Ps, state.q)                 # (2, k, 3) local displacements
+    Ps = model.Ps                                                    # (k, 3, r): one product by BLAS
+    u = (Ps.reshape(-1, Ps.shape[2]) @ state.q.T).reshape(k, 3, 2).transpose(2, 0, 1)   # (2, k, 3) local
     X = model.X_contact[None] + u
     sides = np.array(SIDES)[:, None]
     rel_x = sides * (model.spacing + X[..., 0]) - state.p[0]
@@ -224,25 +236,39 @@ def _detect(model: SnapModel, state: SnapState):
         union_sdf(np.stack([rel_x.ravel(), rel_z.ravel()], axis=1), *model.plug_polygons, d, g)   # = plug_sdf
     else:                # the network: normals only within reach (NaN beyond, where nothing reads them)
         rel = np.stack([rel_x.ravel(), (X[..., 1] - state.p[1]).ravel(), rel_z.ravel()], axis=1)
-        d, g3 = model.sdf.query(rel, band=reach)
-        g = g3[:, [0, 2]]                    # the profile does not change along y: no y part
+        d, g = model.sdf.query(rel, band=reach)
+        g = g[:, [0, 2]]                     # the profile does not change along y: no y part
     d, g = d.reshape(2, k), g.reshape(2, k, 2)
-    out = []
+    picked = []
     for s in (0, 1):
         near = np.flatnonzero(d[s] < reach)
         if len(near) > model.clusters:
             rel = np.stack([rel_x[s, near], X[s, near, 1] - state.p[1], rel_z[s, near]], axis=1)
             near = near[_representatives(rel, g[s, near], d[s, near], model.clusters)]
-        for j in near:
-            out.append((s, j, float(d[s, j]), np.array([g[s, j, 0], 0.0, g[s, j, 1]])))
-    return out
+        picked.append(near)
+    side = np.repeat(np.arange(2), [len(picked[0]), len(picked[1])])
+    node = np.concatenate(picked)
+    gn = g[side, node]
+    return side, node, d[side, node], np.stack([gn[:, 0], np.zeros(len(node)), gn[:, 1]], axis=1)
 
 
 def _representatives(x, g, d, k: int) -> np.ndarray:
-    """Indices (into x) of the deepest member of each of k clusters (seed 003 Sec. IV-A)."""
+    """Indices (into x) of the deepest member of each of k clusters (seed 003 Sec. IV-A), in the
+    clusters' order."""
     F = np.ascontiguousarray(np.hstack([x / 1e-3, g]))                  # mm and normals: comparable
-    labels = kmeans_labels(F, k, int(np.argmin(d)), MAX_LLOYD)
-    return np.array([np.flatnonzero(labels == c)[np.argmin(d[labels == c])] for c in np.unique(labels)])
+    return _deepest(kmeans_labels(F, k, int(np.argmin(d)), MAX_LLOYD), np.ascontiguousarray(d), k)
+
+
+@njit(cache=True)
+def _deepest(labels, d, k):
+    """Per label 0..k-1 that has members, its member with the smallest d (the first on a tie), in
+    label order: the loop over clusters with argmin it replaces took ~0.2 ms of a 1.3 ms step."""
+    best = np.full(k, -1, np.int64)
+    for i in range(labels.shape[0]):
+        c = labels[i]
+        if best[c] < 0 or d[i] < d[best[c]]:
+            best[c] = i
+    return best[best >= 0]
 
 
 @dataclass
@@ -269,40 +295,42 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     it -- the admittance's here, the core's body block (with the arm folded in, if it holds the
     plug) in ``socket.SnapSocket``)."""
     mp, T = model.modal, model.T
-    cands = _detect(model, state)
+    side, node, gap, nrm = _detect(model, state)
+    nc = len(node)
     seat_gap = state.p[2] - model.seat_z
-    m = len(cands) + (1 if seat_gap < model.band + 2.0 * T * max(0.0, -state.V[2]) else 0)
-    pen = max(0.0, -min([c[2] for c in cands] + [seat_gap]))
+    m = nc + (1 if seat_gap < model.band + 2.0 * T * max(0.0, -state.V[2]) else 0)
+    pen = max(0.0, -min(float(gap.min()) if nc else np.inf, seat_gap))
     r = len(mp.w2)
     if not m:
         return Solved(np.zeros(3), np.zeros((2, r)), 0.0, pen, 0, 0, 0.0)
     # 4. frames and the Delassus operator W (3m, 3m) of the midpoint velocities
-    nrm = np.array([c[3] for c in cands] + ([[0.0, 0.0, -1.0]] if m > len(cands) else []))
+    if m > nc:
+        nrm = np.vstack([nrm, [[0.0, 0.0, -1.0]]])
     C = _frames(nrm)
     J = np.zeros((m, 3, 2, r))                        # world velocity of side A per prong mode
-    for i, (s, j, _, _) in enumerate(cands):
-        J[i, :, s] = model.Ps[j]
-        J[i, 0, s] *= SIDES[s]
+    rows = np.arange(nc)
+    J[rows, :, side] = model.Ps[node]
+    J[rows, 0, side] *= np.array(SIDES)[side][:, None]
     Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)   # frame rows
     W = (Jc / np.tile(mp.mhat, 2)) @ Jc.T              # midpoint admittance of the prongs
     Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)       # frame rows of the plug's velocity
     W += (Cp @ (0.5 * A_inv)) @ Cp.T                  # V_hat = (V + V+)/2, dV+/dF = A_inv
     u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
-    gaps = np.array([c[2] for c in cands] + ([seat_gap] if m > len(cands) else []))
+    gaps = np.append(gap, seat_gap) if m > nc else gap
     bn = np.minimum(0.0, -gaps / T)
-    if m > len(cands):                                # the seat: rigid on rigid, plastic (module text)
+    if m > nc:                                # the seat: rigid on rigid, plastic (module text)
         u_seat = -C[-1, :, 0] @ state.V
         plastic = seat_gap <= SEAT_TOUCH and seat_gap + 0.5 * T * u_seat >= -SEAT_TOUCH
         bn[-1] = min(0.0, 0.5 * u_seat if plastic else -seat_gap / T)
     G = np.eye(3 * m).reshape(m, 3, 3 * m)            # contact space: the solver's identity rows
     mu = np.full(m, model.mu)
-    mu[len(cands):] = 0.0                              # the seat: frictionless
+    mu[nc:] = 0.0                              # the seat: frictionless
     # 5. the contact solve
     lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
                                                  SOLVER_ITERATIONS, SOLVER_TOL, np.zeros((m, 3)),
                                                  np.zeros(3 * m), 0.0, 0.0)
-    f_w = np.einsum("iab,ib->ia", C, lam)              # on side A, world
-    seat = float(lam[-1, 0]) if m > len(cands) else 0.0
+    f_w = (C @ lam[:, :, None])[:, :, 0]              # on side A, world
+    seat = float(lam[-1, 0]) if m > nc else 0.0
     return Solved(-f_w.sum(axis=0), (Jc.T @ lam.ravel()).reshape(2, r), seat, pen, m, int(sweeps), float(resid))
 
 
