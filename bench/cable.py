@@ -13,7 +13,11 @@ Solver 3's speed-up over the dense and the sparse Solver 1 (the seed's Table I r
 at 80 links, 40.6x at 160).  A row is one trajectory of its own; the ratios compare medians
 of the same scene and number of steps, side by side in one run.
 
-    python bench/cable.py [--steps 200] [--sizes 80 160] [--scaling 40 80 120 160] [--no-peers]
+    python bench/cable.py [--steps 200] [--sizes 80 160] [--scaling 40 80 120 160] [--no-peers] [--rounds 3]
+
+Two rows are not the seed's: "3 balanced" (``[contact] subsystem_split = "balanced"``) and "3 par.
+turns" (the couplings' turn kernels in parallel as well, ``couplings.PARALLEL_MIN_COUPLINGS``, which
+the shipped step leaves off: on a loaded machine their barriers wait on the scheduler).
 
 ``--no-peers`` leaves out the XPBD / PyElastica comparison (``bench/cable_peers.py``, which
 needs the ``[peers]`` extra for PyElastica).
@@ -33,14 +37,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sim_core import config as config_mod  # noqa: E402
 from sim_core import step as step_mod  # noqa: E402
+from sim_core.dynamics import couplings  # noqa: E402
 from sim_core.paths import scenario_path  # noqa: E402
 from sim_core.scenarios import scenario  # noqa: E402
 
 SOLVERS = {"1 dense": "direct_dense", "1 sparse": "direct", "2": "subsystems", "3": "subsystems_regulated",
-           "3 balanced": "subsystems_regulated"}
+           "3 balanced": "subsystems_regulated", "3 par. turns": "subsystems_regulated"}
 # the runs' split of each row ([contact] subsystem_split): the seed's even runs of links, and
 # the runs balanced by links + contacts (faster; not in the seed's table)
 SPLIT = {"3 balanced": "balanced"}
+# "3 par. turns": Solver 3 with the couplings' turn kernels in parallel too
+# (couplings.PARALLEL_MIN_COUPLINGS; off by default, docs/cable.md "Step cost")
+PARALLEL_TURNS = {"3 par. turns": 64}
 SEED_RATIO = {80: 14.9, 160: 40.6}      # seed 002 Table I: Solver 1 / Solver 3 average step time
 # The contact kernel of the direct rows: the seed's PGS, as its Solver 1 has it (Solvers 2 and 3
 # sweep their own PGS).  The shipped scene uses "pgs_subspace", which holds the coil where PGS
@@ -62,7 +70,17 @@ def world(links: int, solver: str, subsystems: int | None = None, split: str = "
     return model, state, scenario.record(cfg, str(path))
 
 
-def run(links: int, solver: str, steps: int, subsystems: int | None = None, split: str = "links") -> dict:
+def run(links: int, solver: str, steps: int, subsystems: int | None = None, split: str = "links",
+        parallel_turns: int | None = None) -> dict:
+    kept = couplings.PARALLEL_MIN_COUPLINGS
+    couplings.PARALLEL_MIN_COUPLINGS = parallel_turns
+    try:
+        return _run(links, solver, steps, subsystems, split)
+    finally:
+        couplings.PARALLEL_MIN_COUPLINGS = kept
+
+
+def _run(links: int, solver: str, steps: int, subsystems: int | None, split: str) -> dict:
     model, state, scen = world(links, solver, subsystems, split)
     loop = scen.control.start()
     wall, solve, its, caps, pen = [], [], [], 0, 0.0
@@ -86,6 +104,16 @@ def run(links: int, solver: str, steps: int, subsystems: int | None = None, spli
             "tip": float(np.linalg.norm(loop.tip_force[-1])), "pen": pen}
 
 
+def _median_of(name: str, rounds: list) -> dict:
+    """A row's figures over the rounds: each timing the median of the rounds' (the same trajectory
+    each round: the physics columns are the same)."""
+    rs = [r[name] for r in rounds]
+    out = dict(rs[0])
+    for key in ("median", "p99", "mean", "solve_median", "solve_p99"):
+        out[key] = float(np.median([r[key] for r in rs]))
+    return out
+
+
 def line(name: str, r: dict) -> str:
     return (f"  Solver {name:10s} step median {r['median']:8.3f}  p99 {r['p99']:8.3f}  mean {r['mean']:8.3f} ms | "
             f"solve median {r['solve_median']:8.3f}  p99 {r['solve_p99']:8.3f} ms | iterations mean "
@@ -99,22 +127,37 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[80, 160])
     ap.add_argument("--scaling", type=int, nargs="+", default=[40, 80, 120, 160])
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run a size's rows this many times round-robin; timings: the rounds' median")
     a = ap.parse_args(argv)
     print(f"seed 002 Table I on cable_winding, T = 10 ms, {a.steps} steps a row, numba threads "
           f"{numba.get_num_threads()}")
     for n in a.sizes:
         print(f"{n} links:")
-        rows = {}
-        for name, key in SOLVERS.items():
-            rows[name] = run(n, key, a.steps, split=SPLIT.get(name, "links"))
+        rounds = []
+        for k in range(a.rounds):          # the rows round-robin: a drift of the VM's speed hits them all
+            got = {}
+            for name, key in SOLVERS.items():
+                got[name] = run(n, key, a.steps, split=SPLIT.get(name, "links"),
+                                parallel_turns=PARALLEL_TURNS.get(name))
+                if a.rounds > 1:
+                    print(f"  round {k + 1}:" + line(name, got[name])[1:], flush=True)
+            rounds.append(got)
+        rows = {name: _median_of(name, rounds) for name in SOLVERS}
+        for name in SOLVERS:
             print(line(name, rows[name]), flush=True)
+        if a.rounds > 1:
+            per = [r["1 dense"]["mean"] / r["3"]["mean"] for r in rounds]
+            print(f"  Solver 3 / dense Solver 1 (mean) by round: {', '.join(f'{x:.1f}x' for x in per)}")
         s3 = rows["3"]["mean"]
         print(f"  Solver 3 faster than dense Solver 1 by {rows['1 dense']['mean'] / s3:.1f}x (mean; seed: "
               f"{SEED_RATIO.get(n, float('nan')):g}x), median {rows['1 dense']['median'] / rows['3']['median']:.1f}x; "
               f"than sparse Solver 1 by {rows['1 sparse']['mean'] / s3:.2f}x (mean), "
               f"{rows['1 sparse']['median'] / rows['3']['median']:.2f}x (median); balanced runs: "
               f"{rows['1 dense']['mean'] / rows['3 balanced']['mean']:.1f}x dense, "
-              f"{rows['1 sparse']['mean'] / rows['3 balanced']['mean']:.2f}x sparse (mean)")
+              f"{rows['1 sparse']['mean'] / rows['3 balanced']['mean']:.2f}x sparse (mean); parallel turns: "
+              f"{rows['1 dense']['mean'] / rows['3 par. turns']['mean']:.1f}x dense (mean), "
+              f"{rows['1 dense']['median'] / rows['3 par. turns']['median']:.1f}x (median)")
     print("Solver 3 with 1 and 2 numba threads (160 links):")
     both = {}
     for t in (1, 2):

@@ -549,6 +549,11 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
     lamC = max(lamC0, 0.0)
     ident = identity_rows(G)
     AG, W = delassus_blocks(G, A_inv, ident)
+    AGt = np.empty((m, 3, n))        # AG's columns as rows: the sweep's update of V reads them in order
+    for i in range(m):
+        for j in range(n):
+            for k in range(3):
+                AGt[i, k, j] = AG[i, j, k]
     cspace = False
     for j in range(n):
         if NC[j] != 0.0:
@@ -583,7 +588,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
         res = 0.0
         for q in range(m if full else n_act):
             i = q if full else order[q]
-            Gi, Wi, AGi, li = G[i], W[i], AG[i], lam[i]
+            Gi, Wi, AGi, li = G[i], W[i], AGt[i], lam[i]
             for r in range(3):           # uf = G_i V - W_i lambda_i, without temporaries
                 if ident:                # G_i V is V's rows 3i..3i+2: the same sum without its zeros
                     acc = V[3 * i + r]
@@ -602,7 +607,7 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
             li[1] += d1
             li[2] += d2
             for j in range(n):
-                V[j] += AGi[j, 0] * d0 + AGi[j, 1] * d1 + AGi[j, 2] * d2
+                V[j] += AGi[0, j] * d0 + AGi[1, j] * d1 + AGi[2, j] * d2
         if cspace:
             vC = NC @ V - wC * lamC          # line 7: v^C without the virtual force
             starC = (bC - vC) / wC if vC < bC else 0.0
