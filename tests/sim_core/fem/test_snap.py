@@ -127,3 +127,16 @@ def test_the_detection_kernel_is_the_numpy_sdf_bit_for_bit():
     union_sdf(P, *packed_polygons(spec), d1, g1)
     assert np.array_equal(d0, d1) and np.array_equal(g0, g1)
     assert np.allclose(np.linalg.norm(g1, axis=1), 1.0)
+
+
+def test_the_deepest_member_per_cluster_is_argmin_per_label():
+    """``snap._deepest`` (the representatives' pick, a numba loop) against the plain form it
+    replaced: per label present, in label order, the member with the smallest gap, the first on
+    a tie (ties are made on purpose)."""
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        k = int(rng.integers(1, 17))
+        labels = rng.integers(0, k, int(rng.integers(1, 120))).astype(np.int64)
+        d = np.round(rng.normal(0.0, 1e-4, labels.size), 5)     # rounded: ties
+        ref = np.array([np.flatnonzero(labels == c)[np.argmin(d[labels == c])] for c in np.unique(labels)])
+        assert np.array_equal(snap._deepest(labels, d, k), ref)
