@@ -14,7 +14,7 @@
 
 Prints per world and size the median and p99 (ms) of the whole step and of each stage
 (``step.Laps``: systems, detection, cspace, solving, integration), and of the two parts of
-"systems": blocks (``rigid.blocks``, the bodies' PMI blocks) and turns (``couplings.apply``:
+"systems": blocks (``rigid.blocks``, the bodies' PMI blocks) and turns (``couplings.turns``:
 the turns' Newton solve and the couplings' terms), and the contacts handed to the solver.  The
 solve of a coupled island is h15's (``step.solve``): its share is printed, not tuned here.
 Timings on the shared 2-core VM are indicative only (run it on an idle machine for figures).
@@ -72,7 +72,7 @@ def rest_inputs(n: int) -> Inputs:
 
 class Timed:
     """Wraps a module function, adding each call's wall time to ``self.spent`` (s): the parts of
-    the "systems" stage (``rigid.blocks``, ``couplings.apply``: the turns' Newton solve)."""
+    the "systems" stage (``rigid.blocks``, ``couplings.turns``: the turns' Newton solve)."""
 
     def __init__(self, module, name: str):
         self.module, self.name, self.fn, self.spent = module, name, getattr(module, name), 0.0
@@ -98,7 +98,7 @@ def run(world: str, n: int, steps: int, settle: int | None = None) -> dict:
     for _ in range(SETTLE[world] if settle is None else settle):   # kernels loaded, contacts formed
         st, _ = step_mod.step(model, st, inp)
     total, stages, contacts = [], {}, []
-    with Timed(rigid, "blocks") as tb, Timed(couplings, "apply") as tc:
+    with Timed(rigid, "blocks") as tb, Timed(couplings, "turns") as tc:
         for _ in range(steps):
             tb.spent = tc.spent = 0.0
             t = time.perf_counter()

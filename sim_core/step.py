@@ -185,8 +185,9 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     row = cspace_row(model, state)
     laps.lap("cspace")
     cp = model.couplings
-    theta = None                   # (B,3) rad, the bodies' turns over the step: what a subsystem solver
-    newton = None                  # needs to take a cut coupling's terms out (island_solvers)
+    # theta (B,3) rad: the bodies' turns over the step, what a subsystem solver needs to take a cut
+    # coupling's terms out (island_solvers); newton: the turns' Newton matrix, kept for the next step
+    theta = newton = None
     if cp is None or len(cp) == 0:
         A_ab = _NO_COUPLINGS
     else:                          # the couplings' terms at the turns, from the last step's Newton matrix

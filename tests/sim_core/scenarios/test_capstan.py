@@ -55,13 +55,23 @@ def test_capstan_fails_without_friction_enough():
     assert res.ratio < 1.02
 
 
+# Cases of the grid that miss the law (issue 26, open), measured: run them to see the figure.
+NOT_MET = {
+    (2 * math.pi, 0.5, 2.0, 0.04): "issue 26: 2 pi, mu 0.5, T0 2 N, R 40 mm holds 21.63 T0 against the "
+                                   "law's 23.14 (-6.5 %; -11.4 % before the kept Newton matrix; "
+                                   "docs/cable.md 'The capstan law')",
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("T0, R", [(1.0, 0.02), (2.0, 0.04)])
 @pytest.mark.parametrize("mu", capstan.MUS)
 @pytest.mark.parametrize("theta", [0.5 * math.pi, math.pi, 2 * math.pi])
-def test_capstan_law(theta, mu, T0, R):
+def test_capstan_law(theta, mu, T0, R, request):
     """theta in pi/2 .. 2 pi, mu 0.1 .. 0.5, two loads and two drums (SOR, the default solver);
     the 2 pi cases take minutes each."""
+    if (theta, mu, T0, R) in NOT_MET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_MET[theta, mu, T0, R]))
     _check(capstan.Capstan(theta, mu, T0=T0, R=R))
 
 
