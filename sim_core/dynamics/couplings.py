@@ -817,11 +817,6 @@ def _kinds(cp: Couplings) -> _Kinds:
     return got
 
 
-def _framed(cp: Couplings) -> bool:
-    """Whether any coupling is FRAME_ANCHOR (else today's world-axes kernels alone run)."""
-    return _kinds(cp).framed
-
-
 def _world_only(cp: Couplings):
     """K, D with the FRAME_ANCHOR rows zeroed: what the world-axes kernels see of a mixed set."""
     w = (cp.frame != FRAME_ANCHOR)[:, None]
@@ -1153,7 +1148,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     afresh only when a pass contracted slower than NEWTON_CONTRACTION: the answer is the same to
     TURN_TOL, only the number of matrices differs (docs/cable.md "Step cost")."""
     T = float(T)
-    framed = _framed(cp)
+    framed = _kinds(cp).framed
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
     Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)

@@ -67,6 +67,7 @@ from numba import njit
 
 from sim_core.contact import solver_sor
 from sim_core.contact.clustering import kmeans_labels
+from sim_core.contact.frames import contact_frames
 from sim_core.geometry.connector import PlugSpec, packed_polygons, union_sdf
 from sim_core.systems.fem.pmi import ModalPmi
 from sim_core.systems.fem.prong import ProngModels, surface_samples
@@ -203,23 +204,6 @@ def start(model: SnapModel, p0) -> SnapState:
     return SnapState(0.0, np.zeros((2, r)), np.zeros((2, r)), np.asarray(p0, float).copy(), np.zeros(3))
 
 
-def _frames(n: np.ndarray) -> np.ndarray:
-    """(k, 3, 3) columns [n t1 t2] for unit normals n (k, 3)."""
-    a = np.where(np.abs(n[:, 2:3]) < 0.9, np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
-    t1 = _cross(n, a)
-    t1 /= np.linalg.norm(t1, axis=1)[:, None]
-    return np.stack([n, t1, _cross(n, t1)], axis=2)
-
-
-def _cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Row-wise x x y (k, 3): np.cross's arithmetic without its axis handling (~50 us a step)."""
-    out = np.empty_like(x)
-    out[:, 0] = x[:, 1] * y[:, 2] - x[:, 2] * y[:, 1]
-    out[:, 1] = x[:, 2] * y[:, 0] - x[:, 0] * y[:, 2]
-    out[:, 2] = x[:, 0] * y[:, 1] - x[:, 1] * y[:, 0]
-    return out
-
-
 def _detect(model: SnapModel, state: SnapState):
     """The candidate points, side 0's then side 1's: (side (n,) int, node index (n,) int, gap (n,) m,
     outward normal (n, 3) world)."""
@@ -306,7 +290,7 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     # 4. frames and the Delassus operator W (3m, 3m) of the midpoint velocities
     if m > nc:
         nrm = np.vstack([nrm, [[0.0, 0.0, -1.0]]])
-    C = _frames(nrm)
+    C = contact_frames(nrm)
     J = np.zeros((m, 3, 2, r))                        # world velocity of side A per prong mode
     rows = np.arange(nc)
     J[rows, :, side] = model.Ps[node]
@@ -318,13 +302,13 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
     gaps = np.append(gap, seat_gap) if m > nc else gap
     bn = np.minimum(0.0, -gaps / T)
-    if m > nc:                                # the seat: rigid on rigid, plastic (module text)
+    if m > nc:                                        # the seat: rigid on rigid, plastic (module text)
         u_seat = -C[-1, :, 0] @ state.V
         plastic = seat_gap <= SEAT_TOUCH and seat_gap + 0.5 * T * u_seat >= -SEAT_TOUCH
         bn[-1] = min(0.0, 0.5 * u_seat if plastic else -seat_gap / T)
     G = np.eye(3 * m).reshape(m, 3, 3 * m)            # contact space: the solver's identity rows
     mu = np.full(m, model.mu)
-    mu[nc:] = 0.0                              # the seat: frictionless
+    mu[nc:] = 0.0                                     # the seat: frictionless
     # 5. the contact solve
     lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
                                                  SOLVER_ITERATIONS, SOLVER_TOL, np.zeros((m, 3)),
