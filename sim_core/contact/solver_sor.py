@@ -19,7 +19,10 @@ level, with the penetration-compensation term of ``solver_pgs``):
     Since u_t itself depends on phi, this is a fixed point on the cone boundary, found as in
     Hwangbo, Lee and Hutter 2018 by bisection on the angle: the sign of d(phi) x (-u_t(phi))
     tells on which side of the consistent direction phi lies.  A ring of ``N_COARSE`` angles
-    brackets every crossing; if there are several, the most dissipative is kept.
+    brackets every crossing; if there are several, the most dissipative is kept.  Within block
+    SOR a contact that slipped in the last sweep is first solved by Newton's method on the
+    angle from its last one (the derivative of d x (-u_t) in closed form, ``_slip_slope``):
+    the crossing nearest the last sweep's, in ~3 steps instead of ~10 of regula falsi.
 
   The sliding velocity is the one at k+1, the velocity the stick case sets to zero.  PMI's
   energy balance would suggest the midpoint velocity (u_k + u_k+1)/2 instead, and that was
@@ -141,9 +144,11 @@ def single_contact(W, uf, bn, mu):
 
 
 @njit(cache=True)
-def _single(W, uf, bn, mu, lam):
+def _single(W, uf, bn, mu, lam, hint=math.nan):
     """``single_contact`` writing into lam (3,); returns the mode.  Allocation-free: it runs
-    M_c times per sweep."""
+    M_c times per sweep.  `hint`: the contact's friction angle at the last sweep (rad; NaN:
+    none) -- where it still slips, Newton's method looks for its consistent angle there first
+    (``_root_newton``)."""
     s = bn - uf[0]
     lam[0] = lam[1] = lam[2] = 0.0
     if s <= 0.0:
@@ -154,10 +159,13 @@ def _single(W, uf, bn, mu, lam):
     _solve3(W, s, -uf[1], -uf[2], lam)
     if lam[0] >= 0.0 and math.sqrt(lam[1] * lam[1] + lam[2] * lam[2]) <= mu * lam[0]:
         return STICK
-    # slip: the consistent direction is near the stick force's (Hwangbo et al. start there
-    # too): bracket it in a widening window around that angle and close the bracket by
-    # regula falsi (Illinois); only if no window brackets it, scan the whole ring
-    found = _root_near(W, uf, s, mu, math.atan2(lam[2], lam[1]))
+    # slip: in a sweep, near the last sweep's angle (Newton from there); else near the stick
+    # force's (Hwangbo et al. start there too): bracket it in a widening window around that
+    # angle and close the bracket by regula falsi (Illinois); only if no window brackets it,
+    # scan the whole ring
+    if hint == hint and _root_newton(W, uf, s, mu, hint, lam):
+        return SLIP
+    found = _root_near(W, uf, s, mu, math.atan2(lam[2], lam[1]), WINDOWS)
     best = math.inf
     step = 2.0 * math.pi / N_COARSE
     if found < -10.0:
@@ -191,6 +199,13 @@ def _single(W, uf, bn, mu, lam):
 
 
 WINDOWS = (0.05, 0.3, 1.0)   # rad, half-widths tried around the stick force's direction
+# Newton's method on the consistent angle from the angle the contact slipped at in the last
+# sweep (``_root_newton``): at most this many steps, none taking it further than HINT_REACH
+# (rad) from where it started -- else the windows above.  In block SOR a contact's angle moves
+# little between sweeps (measured on the snap's capped steps: median 3e-4 rad, 99 % below
+# 0.04), where Newton closes to ROOT_TOL in ~3 steps and the stick force's window takes ~10.
+HINT_STEPS = 8
+HINT_REACH = 0.05
 ROOT_TOL = 1e-13             # rad, bracket width at which regula falsi stops
 
 
@@ -225,10 +240,52 @@ def _illinois(W, uf, s, mu, a, b, ga, gb):
     return c
 
 
+@njit(cache=True, inline="always")
+def _slip_slope(W, uf, s, mu, phi):
+    """(g, dg/dphi, ok) of ``_slip_terms`` at phi: g = d x (-u_t) and its derivative along the
+    cone, from lambda_n = s / den(phi), u_t = lambda_n a(phi) + uf_t (a = W_tn + mu W_tt d)."""
+    c, sn = math.cos(phi), math.sin(phi)
+    den = W[0, 0] + mu * (W[0, 1] * c + W[0, 2] * sn)
+    if den <= DENOM_MIN * W[0, 0]:
+        return 0.0, 0.0, False
+    ln = s / den
+    dln = -ln * mu * (W[0, 2] * c - W[0, 1] * sn) / den
+    a1, a2 = W[1, 0] + mu * (W[1, 1] * c + W[1, 2] * sn), W[2, 0] + mu * (W[2, 1] * c + W[2, 2] * sn)
+    da1, da2 = mu * (W[1, 2] * c - W[1, 1] * sn), mu * (W[2, 2] * c - W[2, 1] * sn)
+    u1, u2 = ln * a1 + uf[1], ln * a2 + uf[2]
+    du1, du2 = dln * a1 + ln * da1, dln * a2 + ln * da2
+    return sn * u1 - c * u2, c * u1 + sn * du1 + sn * u2 - c * du2, True
+
+
 @njit(cache=True)
-def _root_near(W, uf, s, mu, phi0):
-    """The consistent slip angle bracketed in the smallest window around phi0, or -100."""
-    for h in WINDOWS:
+def _root_newton(W, uf, s, mu, phi0, lam):
+    """The consistent slip angle by Newton's method from phi0 (the last sweep's): True with its
+    slip force in lam (3,), or False (lam untouched) where it leaves HINT_REACH, meets a rising g
+    (the root it would find is not the dissipative crossing, ``_single``'s ga >= 0 > gb) or does
+    not settle to ROOT_TOL in HINT_STEPS."""
+    phi = phi0
+    for _ in range(HINT_STEPS):
+        g, dg, ok = _slip_slope(W, uf, s, mu, phi)
+        if not ok or not dg < 0.0:
+            return False
+        step = g / dg
+        phi -= step
+        if abs(phi - phi0) > HINT_REACH:
+            return False
+        if abs(step) < ROOT_TOL:
+            t = _slip_terms(W, uf, s, mu, phi)
+            if not (t[6] and t[5] <= 0.0):
+                return False
+            lam[0], lam[1], lam[2] = t[0], t[1], t[2]
+            return True
+    return False
+
+
+@njit(cache=True)
+def _root_near(W, uf, s, mu, phi0, windows):
+    """The consistent slip angle bracketed in the smallest of `windows` (half-widths, rad)
+    around phi0, or -100."""
+    for h in windows:
         a, b = phi0 - h, phi0 + h
         ta = _slip_terms(W, uf, s, mu, a)
         tb = _slip_terms(W, uf, s, mu, b)
@@ -597,11 +654,14 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
                     for j in range(n):
                         acc += Gi[r, j] * V[j]
                 uf[r] = acc - (Wi[r, 0] * li[0] + Wi[r, 1] * li[1] + Wi[r, 2] * li[2])
-            modes[i] = _single(Wi, uf, bn[i], mu[i], star)
+            hint = math.atan2(li[2], li[1]) if li[1] != 0.0 or li[2] != 0.0 else math.nan
+            modes[i] = _single(Wi, uf, bn[i], mu[i], star, hint)
             d0, d1, d2 = star[0] - li[0], star[1] - li[1], star[2] - li[2]
             rr = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
             if rr > res:
                 res = rr
+            if rr == 0.0:                # unchanged (a gap that stays open): V is too
+                continue
             d0, d1, d2 = alpha * d0, alpha * d1, alpha * d2      # relaxed step
             li[0] += d0
             li[1] += d1

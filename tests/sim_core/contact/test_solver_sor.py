@@ -24,6 +24,8 @@ RES_COMP = 2e-9         # W, |lambda_n (u_n - b_n)| (forces ~ 10 N, velocities ~
                         # target is capped at the approach speed, up to ~0.1 m/s here: 1.07e-9 W measured)
 RES_FORCE = 1e-7        # N, cone violation / natural residual (forces ~ 10 N, tol 1e-9 N)
 CONE_ROUND = 1e-12      # relative rounding allowed on ||lambda_t|| <= mu lambda_n
+SLOPE_FD_REL = 1e-6     # central differences at h = 1e-6 rad: truncation ~h^2 |g'''| / 6, rounding ~1e-16 / h
+HINT_SAME = 1e-9        # relative to lambda_n: both roots are closed to ROOT_TOL = 1e-13 rad in the angle
 
 
 def box(m=2.0, a=0.1, b=0.06, c=0.04):
@@ -165,6 +167,47 @@ def test_every_slip_solution_maximizes_dissipation_against_brute_force():
         gap = np.abs((near_best - phi + np.pi) % (2 * np.pi) - np.pi).min()
         assert gap <= 3 * 2 * np.pi / BRUTE_ANGLES, (gap, work, Pb)
     assert sticks > 20 and opens > 20
+
+
+def test_slip_angle_slope_is_the_derivative_of_the_consistency_function():
+    """``_slip_slope``'s closed-form dg/dphi (Newton's step in a sweep) against central
+    differences of ``_slip_terms``' g = d x (-u_t) on random blocks and angles."""
+    rng = np.random.default_rng(11)
+    h = 1e-6
+    checked = 0
+    for _ in range(200):
+        W, uf = _random_block(rng), rng.standard_normal(3)
+        s, mu, phi = rng.uniform(0.01, 1.0), rng.uniform(0.05, 1.0), rng.uniform(-np.pi, np.pi)
+        g, dg, ok = S._slip_slope(W, uf, s, mu, phi)
+        if not ok:
+            continue
+        checked += 1
+        assert g == pytest.approx(S._slip_terms(W, uf, s, mu, phi)[4], rel=1e-12, abs=1e-15)
+        fd = (S._slip_terms(W, uf, s, mu, phi + h)[4] - S._slip_terms(W, uf, s, mu, phi - h)[4]) / (2 * h)
+        assert dg == pytest.approx(fd, rel=SLOPE_FD_REL, abs=SLOPE_FD_REL * (abs(g) + 1.0))
+    assert checked > 100
+
+
+def test_a_sweeps_hint_finds_the_same_slip_force():
+    """Block SOR hands ``_single`` the angle a contact slipped at in the last sweep: Newton from
+    there must land on the same consistent force as the windows around the stick force (the
+    single-contact solution, ``single_contact``), whether the hint is near (1e-6 .. 3e-2 rad)
+    or too far for Newton (1 rad: the windows take over)."""
+    rng = np.random.default_rng(5)
+    slips = 0
+    lam = np.zeros(3)
+    while slips < 300:
+        W, uf = _random_block(rng), rng.standard_normal(3)
+        bn, mu = rng.uniform(-0.2, 0.2), rng.uniform(0.05, 1.0)
+        ref, mode = S.single_contact(W, uf, bn, mu)
+        if mode != S.SLIP:
+            continue
+        slips += 1
+        phi = math.atan2(ref[2], ref[1])
+        for off in (1e-6, 3e-4, 3e-2, 1.0):
+            got = S._single(W, uf, bn, mu, lam, phi + off * rng.choice((-1.0, 1.0)))
+            assert got == S.SLIP
+            assert np.allclose(lam, ref, rtol=0.0, atol=HINT_SAME * ref[0]), (off, lam, ref)
 
 
 def test_slip_friction_opposes_the_sliding_velocity_in_the_isotropic_case():
