@@ -123,6 +123,11 @@ class SnapModel:
                                          # coordinate, prong frame (zero at the fixed foot): the view's
     sdf: object | None = None    # the plug's trained network (``neural_sdf.NeuralSDF``, plug frame): the
                                  # detection's distance and normal; None: the exact profile's kernel
+    PsT: np.ndarray | None = None    # (r, 3k) Ps's rows as columns: the detection's product streams it
+                                     # (q (2, r) @ PsT: 36 us where Ps (3k, r) @ q^T took 122, fine mesh)
+    gram: np.ndarray | None = None   # (3k, 3k) s/kg: Ps diag(1/mhat) Ps^T, the midpoint admittance
+                                     # between every two surface points of a prong (prong frame): the
+                                     # Delassus operator's prong part is gathered from it (``_delassus``)
 
     @property
     def A_plug(self) -> np.ndarray:
@@ -195,8 +200,10 @@ def build(prong: ProngModels, plug: PlugSpec | None = None, spacing: float = 3.5
     Xc = prong.split.parts[0].X[prong.contact]
     tip = prong.contact[np.lexsort((-Xc[:, 2], Xc[:, 0]))[0]]   # the hook's innermost node, the highest
     plug = plug or PlugSpec()
+    P2 = Ps.reshape(-1, Ps.shape[2])
     return SnapModel(prong, plug, mp, Ps, X, foot_K, foot_M, int(3 * tip), spacing, seat_z,
-                     admittance or Admittance(), mu, T, packed_polygons(plug), vertex_P=vertex_P, **kw)
+                     admittance or Admittance(), mu, T, packed_polygons(plug), vertex_P=vertex_P,
+                     PsT=np.ascontiguousarray(P2.T), gram=(P2 / mp.mhat) @ P2.T, **kw)
 
 
 def start(model: SnapModel, p0) -> SnapState:
@@ -208,8 +215,7 @@ def _detect(model: SnapModel, state: SnapState):
     """The candidate points, side 0's then side 1's: (side (n,) int, node index (n,) int, gap (n,) m,
     outward normal (n, 3) world)."""
     k = len(model.X_contact)
-    Ps = model.Ps                                                    # (k, 3, r): one product by BLAS
-    u = (Ps.reshape(-1, Ps.shape[2]) @ state.q.T).reshape(k, 3, 2).transpose(2, 0, 1)   # (2, k, 3) local
+    u = (state.q @ model.PsT).reshape(2, k, 3)                     # (2, k, 3) local: one BLAS product
     X = model.X_contact[None] + u
     sides = np.array(SIDES)[:, None]
     rel_x = sides * (model.spacing + X[..., 0]) - state.p[0]
@@ -291,15 +297,9 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     if m > nc:
         nrm = np.vstack([nrm, [[0.0, 0.0, -1.0]]])
     C = contact_frames(nrm)
-    J = np.zeros((m, 3, 2, r))                        # world velocity of side A per prong mode
-    rows = np.arange(nc)
-    J[rows, :, side] = model.Ps[node]
-    J[rows, 0, side] *= np.array(SIDES)[side][:, None]
-    Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)   # frame rows
-    W = (Jc / np.tile(mp.mhat, 2)) @ Jc.T              # midpoint admittance of the prongs
-    Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)       # frame rows of the plug's velocity
-    W += (Cp @ (0.5 * A_inv)) @ Cp.T                  # V_hat = (V + V+)/2, dV+/dF = A_inv
-    u_free = Jc @ qh_free.ravel() - Cp @ (0.5 * (state.V + V_free))
+    sign = np.array(SIDES)[side]
+    W, u_free = _delassus(model.gram, model.Ps, node, side, sign, C, qh_free, 0.5 * np.asarray(A_inv, float),
+                          0.5 * (state.V + V_free))
     gaps = np.append(gap, seat_gap) if m > nc else gap
     bn = np.minimum(0.0, -gaps / T)
     if m > nc:                                        # the seat: rigid on rigid, plastic (module text)
@@ -315,7 +315,87 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
                                                  np.zeros(3 * m), 0.0, 0.0)
     f_w = (C @ lam[:, :, None])[:, :, 0]              # on side A, world
     seat = float(lam[-1, 0]) if m > nc else 0.0
-    return Solved(-f_w.sum(axis=0), (Jc.T @ lam.ravel()).reshape(2, r), seat, pen, m, int(sweeps), float(resid))
+    return Solved(-f_w.sum(axis=0), _modal_loads(model.Ps, node, side, sign, f_w, r), seat, pen, m, int(sweeps),
+                  float(resid))
+
+
+@njit(cache=True)
+def _delassus(gram, Ps, node, side, sign, C, qh, Ah, Vh):
+    """Stage 4 in contact space: (W (3m, 3m), u_free (3m,)) of the midpoint velocities of the m
+    contacts (the first nc = len(node) on the prongs' surface points, any after them on the plug
+    alone: the seat), side A (the prong) minus side B (the plug), in each contact's frame C (m,3,3)
+    [n t1 t2].  A point's world velocity is S_s (prong frame) with S_s = diag(sign, 1, 1) (the left
+    prong mirrored), so  W_ij = C_i^T (S gram[n_i, n_j] S [same prong] + Ah) C_j  -- gram the
+    points' midpoint admittance (``SnapModel.gram``), Ah = A_inv / 2 the plug's (V_hat = (V + V+)/2,
+    dV+/dF = A_inv) -- and u_free,i = C_i^T (S Ps[n_i] qh_s - Vh).  The same numbers as the
+    contact Jacobian's product (J diag(1/mhat) J^T, ``delassus_numpy``) to round-off, in O(m^2 + m r)
+    instead of O(m^2 r): the rows of the other prong's modes are zero."""
+    m, nc, r = C.shape[0], node.shape[0], Ps.shape[2]
+    W = np.empty((3 * m, 3 * m))
+    u = np.empty(3 * m)
+    B = np.empty((3, 3))
+    T1 = np.empty((3, 3))
+    v = np.empty(3)
+    for i in range(m):
+        for j in range(m):
+            for a in range(3):
+                for b in range(3):
+                    B[a, b] = Ah[a, b]
+            if i < nc and j < nc and side[i] == side[j]:
+                gi, gj = 3 * node[i], 3 * node[j]
+                for a in range(3):
+                    sa = sign[i] if a == 0 else 1.0
+                    for b in range(3):
+                        sb = sign[j] if b == 0 else 1.0
+                        B[a, b] += sa * sb * gram[gi + a, gj + b]
+            for a in range(3):
+                for b in range(3):
+                    T1[a, b] = B[a, 0] * C[j, 0, b] + B[a, 1] * C[j, 1, b] + B[a, 2] * C[j, 2, b]
+            for a in range(3):
+                for b in range(3):
+                    W[3 * i + a, 3 * j + b] = C[i, 0, a] * T1[0, b] + C[i, 1, a] * T1[1, b] + C[i, 2, a] * T1[2, b]
+        for a in range(3):
+            v[a] = -Vh[a]
+        if i < nc:
+            s, n = side[i], node[i]
+            for a in range(3):
+                acc = 0.0
+                for q in range(r):
+                    acc += Ps[n, a, q] * qh[s, q]
+                v[a] += sign[i] * acc if a == 0 else acc
+        for a in range(3):
+            u[3 * i + a] = C[i, 0, a] * v[0] + C[i, 1, a] * v[1] + C[i, 2, a] * v[2]
+    return W, u
+
+
+@njit(cache=True)
+def _modal_loads(Ps, node, side, sign, f_w, r):
+    """(2, r): the contact forces' modal loads on the prongs, sum_i Ps[n_i]^T S f_i over each
+    prong's contacts (f_w (m,3) the forces on side A, world; the seat's rows after the prongs' are
+    the plug's alone)."""
+    phi = np.zeros((2, r))
+    for i in range(node.shape[0]):
+        s, n = side[i], node[i]
+        f0, f1, f2 = sign[i] * f_w[i, 0], f_w[i, 1], f_w[i, 2]
+        for q in range(r):
+            phi[s, q] += Ps[n, 0, q] * f0 + Ps[n, 1, q] * f1 + Ps[n, 2, q] * f2
+    return phi
+
+
+def delassus_numpy(model: SnapModel, side, node, C, qh, A_inv, Vh):
+    """``_delassus`` as the contact Jacobian's products (the reference it is tested against): J
+    (m, 3, 2r) the contacts' world velocity per modal rate of both prongs, in frame rows Jc;
+    W = Jc diag(1/mhat) Jc^T + C_p (A_inv/2) C_p^T, u_free = Jc qh - C_p Vh; also Jc."""
+    m, nc, r = C.shape[0], len(node), model.Ps.shape[2]
+    J = np.zeros((m, 3, 2, r))
+    rows = np.arange(nc)
+    J[rows, :, side] = model.Ps[node]
+    J[rows, 0, side] *= np.array(SIDES)[side][:, None]
+    Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)
+    W = (Jc / np.tile(model.modal.mhat, 2)) @ Jc.T
+    Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)
+    W += (Cp @ (0.5 * A_inv)) @ Cp.T
+    return W, Jc @ qh.ravel() - Cp @ Vh, Jc
 
 
 def advance_prongs(model: SnapModel, state: SnapState, qh_free: np.ndarray, sol: Solved):
