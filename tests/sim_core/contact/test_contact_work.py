@@ -45,7 +45,9 @@ PEG_SEED = 1               # the perturbed peg start that wedges (docs/fidelity.
 PEG_SWEEPS = 3_000         # the peg's wedge converged: at the shipped 100 sweeps the solve stops early,
                            # lets the peg sink a few um per second, and that sinking dissipates more than
                            # the old correction gave (the old rule's run too ends at -0.0008 J there)
-MAX_WEDGE_DEPTH = 15e-3    # m: a wedged peg's lower end stays this shallow (it jams at ~9 mm; free: 45 mm)
+MAX_WEDGE_DEPTH = 25e-3    # m: a wedged peg's lower end stays this shallow (free: 45 mm). It jammed at
+                           # ~9 mm with the whole 10 ms step; since the impact refinement (c367e4b, halved
+                           # steps on a landing) the converged run jams at 17.8 mm, at rest (1e-9 m/s)
 REST_SPEED = 1e-3          # m/s: the wedged peg is at rest at the end (the set path stopped 0.5 s before);
                            # its midpoint velocity: converged, V itself rings at +-1.5 mm/s, the peg still
 OLD_GAIN = 1e-3            # J: the uncapped correction's gain on the converged wedge (+0.016 J measured)
