@@ -216,30 +216,61 @@ def _detect(model: SnapModel, state: SnapState):
     outward normal (n, 3) world)."""
     k = len(model.X_contact)
     u = (state.q @ model.PsT).reshape(2, k, 3)                     # (2, k, 3) local: one BLAS product
-    X = model.X_contact[None] + u
-    sides = np.array(SIDES)[:, None]
-    rel_x = sides * (model.spacing + X[..., 0]) - state.p[0]
-    rel_z = X[..., 2] - state.p[2]
     reach = model.band + 2.0 * model.T * float(np.linalg.norm(state.V))   # the plug's travel this step, and more
+    rel, rel_xz = np.empty((2 * k, 3)), np.empty((2 * k, 2))
+    near_box = _relative(u, model.X_contact, model.spacing, state.p, *model.plug_polygons, reach, rel, rel_xz)
+    d, g = np.full(2 * k, np.inf), np.zeros((2 * k, 2))   # beyond reach of the plug's box: d >= reach
     if model.sdf is None:
-        d, g = np.empty(2 * k), np.empty((2 * k, 2))
-        union_sdf(np.stack([rel_x.ravel(), rel_z.ravel()], axis=1), *model.plug_polygons, d, g)   # = plug_sdf
+        dc, gc = np.empty(len(near_box)), np.empty((len(near_box), 2))
+        union_sdf(rel_xz[near_box], *model.plug_polygons, dc, gc)         # = plug_sdf
     else:                # the network: normals only within reach (NaN beyond, where nothing reads them)
-        rel = np.stack([rel_x.ravel(), (X[..., 1] - state.p[1]).ravel(), rel_z.ravel()], axis=1)
-        d, g = model.sdf.query(rel, band=reach)
-        g = g[:, [0, 2]]                     # the profile does not change along y: no y part
-    d, g = d.reshape(2, k), g.reshape(2, k, 2)
+        dc, gc = model.sdf.query(rel[near_box], band=reach)
+        gc = gc[:, [0, 2]]                   # the profile does not change along y: no y part
+    d[near_box], g[near_box] = dc, gc
+    d, g, rel = d.reshape(2, k), g.reshape(2, k, 2), rel.reshape(2, k, 3)
     picked = []
     for s in (0, 1):
         near = np.flatnonzero(d[s] < reach)
         if len(near) > model.clusters:
-            rel = np.stack([rel_x[s, near], X[s, near, 1] - state.p[1], rel_z[s, near]], axis=1)
-            near = near[_representatives(rel, g[s, near], d[s, near], model.clusters)]
+            near = near[_representatives(rel[s, near], g[s, near], d[s, near], model.clusters)]
         picked.append(near)
     side = np.repeat(np.arange(2), [len(picked[0]), len(picked[1])])
     node = np.concatenate(picked)
     gn = g[side, node]
     return side, node, d[side, node], np.stack([gn[:, 0], np.zeros(len(node)), gn[:, 1]], axis=1)
+
+
+@njit(cache=True)
+def _relative(u, X0, spacing, p, V, counts, reach, rel, rel_xz):
+    """The surface points in the plug's frame, side 0's then side 1's: rel (2k, 3) [x y z] and
+    rel_xz (2k, 2) [x z] (the profile's plane) from the prongs' displacements u (2, k, 3) at the
+    rest positions X0 (k, 3) -- the right prong's x_w = spacing + x, the left one's mirrored
+    (``SIDES``) -- less the plug's origin p (3,); the same operations in the same order as the
+    NumPy temporaries it replaces, so the same bits.  Returns the indices of the points within
+    `reach` (m) of the box around the plug's profile (V (pieces, v_max, 2), counts: ``union_sdf``'s
+    polygons): only they can lie within reach of the plug (three quarters of the fine mesh's 850
+    points do not: their distance is not needed, the detection keeps d < reach alone)."""
+    lo_x = lo_z = np.inf
+    hi_x = hi_z = -np.inf
+    for c in range(V.shape[0]):
+        for e in range(counts[c]):
+            lo_x, hi_x = min(lo_x, V[c, e, 0]), max(hi_x, V[c, e, 0])
+            lo_z, hi_z = min(lo_z, V[c, e, 1]), max(hi_z, V[c, e, 1])
+    k = X0.shape[0]
+    near = np.empty(2 * k, np.int64)
+    n = 0
+    for s in range(2):
+        sg = SIDES[s]
+        for i in range(k):
+            j = s * k + i
+            x = sg * (spacing + (X0[i, 0] + u[s, i, 0])) - p[0]
+            z = (X0[i, 2] + u[s, i, 2]) - p[2]
+            rel[j, 0], rel[j, 1], rel[j, 2] = x, (X0[i, 1] + u[s, i, 1]) - p[1], z
+            rel_xz[j, 0], rel_xz[j, 1] = x, z
+            if lo_x - reach < x < hi_x + reach and lo_z - reach < z < hi_z + reach:
+                near[n] = j
+                n += 1
+    return near[:n]
 
 
 def _representatives(x, g, d, k: int) -> np.ndarray:

@@ -177,3 +177,32 @@ def test_the_gathered_delassus_operator_is_the_jacobians_product():
                             m.Ps.shape[2])
     phi0 = (Jc.T @ lam.ravel()).reshape(2, -1)
     assert np.abs(phi - phi0).max() <= DELASSUS_SAME * np.abs(phi0).max()
+
+
+def test_the_box_prefilter_keeps_every_point_within_reach():
+    """``snap._relative``'s points near the plug's box are a superset of those whose exact
+    distance (``union_sdf`` on every point) is below reach, and its coordinates are the plain
+    NumPy ones bit for bit -- on plug positions along the insertion and beside it."""
+    from sim_core.geometry.connector import union_sdf
+    m = model()
+    rng = np.random.default_rng(8)
+    k = len(m.X_contact)
+    left_out = []
+    for z in np.linspace(6.5e-3, 13e-3, 14):
+        q = rng.normal(0.0, 2e-6, (2, m.PsT.shape[0]))
+        p = np.array([rng.normal(0.0, 2e-4), rng.normal(0.0, 1e-3), z])
+        reach = m.band + rng.uniform(0.0, 5e-4)
+        u = (q @ m.PsT).reshape(2, k, 3)
+        rel, rel_xz = np.empty((2 * k, 3)), np.empty((2 * k, 2))
+        near = snap._relative(u, m.X_contact, m.spacing, p, *m.plug_polygons, reach, rel, rel_xz)
+        X = m.X_contact[None] + u
+        ref_x = (np.array(snap.SIDES)[:, None] * (m.spacing + X[..., 0]) - p[0]).ravel()
+        assert np.array_equal(rel[:, 0], ref_x) and np.array_equal(rel_xz[:, 0], ref_x)
+        assert np.array_equal(rel[:, 1], (X[..., 1] - p[1]).ravel())
+        assert np.array_equal(rel[:, 2], (X[..., 2] - p[2]).ravel()) and np.array_equal(rel_xz[:, 1], rel[:, 2])
+        d, g = np.empty(2 * k), np.empty((2 * k, 2))
+        union_sdf(rel_xz, *m.plug_polygons, d, g)
+        within = np.flatnonzero(d < reach)
+        assert np.isin(within, near).all()
+        left_out.append(1.0 - len(near) / (2 * k))
+    assert max(left_out) > 0.5                            # it does leave points out
