@@ -114,8 +114,8 @@ def test_snap_fit_session_clicks_seats_and_replays_bitwise(tmp_path):
     """The snap fit (issue 27) in the real session: the prongs a system of the core's step, the
     hand holding the plug's admittance set point (scripted:insert, over the socket then down).
     It clicks and seats, the hand feels the hooks and the seat through the admittance, and the
-    log replays bit for bit.  The physics steps behind real time in contact on this 2-core
-    machine (docs/snap.md: the contact solve); nothing here asserts on timing."""
+    log replays bit for bit.  The physics keeps its 1 kHz on average in contact on this 2-core
+    machine, with late steps (docs/snap.md, the session); nothing here asserts on timing."""
     path = tmp_path / "snap.mcap"
     res = run_session("snap_fit", "scripted:insert", 6.0, log_path=str(path))
     assert res.fault is None and res.started
