@@ -654,13 +654,14 @@ def sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lam
                     for j in range(n):
                         acc += Gi[r, j] * V[j]
                 uf[r] = acc - (Wi[r, 0] * li[0] + Wi[r, 1] * li[1] + Wi[r, 2] * li[2])
-            hint = math.atan2(li[2], li[1]) if li[1] != 0.0 or li[2] != 0.0 else math.nan
+            # modes[i] is still the last sweep's: a contact that slipped there starts at its angle
+            hint = math.atan2(li[2], li[1]) if modes[i] == SLIP and (li[1] != 0.0 or li[2] != 0.0) else math.nan
             modes[i] = _single(Wi, uf, bn[i], mu[i], star, hint)
             d0, d1, d2 = star[0] - li[0], star[1] - li[1], star[2] - li[2]
             rr = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
             if rr > res:
                 res = rr
-            if rr == 0.0:                # unchanged (a gap that stays open): V is too
+            if d0 == 0.0 and d1 == 0.0 and d2 == 0.0:    # unchanged (a gap that stays open): so is V
                 continue
             d0, d1, d2 = alpha * d0, alpha * d1, alpha * d2      # relaxed step
             li[0] += d0

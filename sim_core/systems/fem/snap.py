@@ -249,7 +249,9 @@ def _relative(u, X0, spacing, p, V, counts, reach, rel, rel_xz):
     NumPy temporaries it replaces, so the same bits.  Returns the indices of the points within
     `reach` (m) of the box around the plug's profile (V (pieces, v_max, 2), counts: ``union_sdf``'s
     polygons): only they can lie within reach of the plug (three quarters of the fine mesh's 850
-    points do not: their distance is not needed, the detection keeps d < reach alone)."""
+    points do not: their distance is not needed, the detection keeps d < reach alone).  With the
+    plug's network, a point beyond the box is out even where the network's error (~1 um RMS in
+    the band, more off it) would have put it within reach."""
     lo_x = lo_z = np.inf
     hi_x = hi_z = -np.inf
     for c in range(V.shape[0]):

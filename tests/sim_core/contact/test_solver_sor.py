@@ -205,9 +205,13 @@ def test_a_sweeps_hint_finds_the_same_slip_force():
         slips += 1
         phi = math.atan2(ref[2], ref[1])
         for off in (1e-6, 3e-4, 3e-2, 1.0):
-            got = S._single(W, uf, bn, mu, lam, phi + off * rng.choice((-1.0, 1.0)))
+            hint = phi + off * rng.choice((-1.0, 1.0))
+            got = S._single(W, uf, bn, mu, lam, hint)
             assert got == S.SLIP
             assert np.allclose(lam, ref, rtol=0.0, atol=HINT_SAME * ref[0]), (off, lam, ref)
+            if off <= 3e-2:                       # near: Newton's own answer, not the windows'
+                assert S._root_newton(W, uf, bn - uf[0], mu, hint, lam)
+                assert np.allclose(lam, ref, rtol=0.0, atol=HINT_SAME * ref[0]), (off, lam, ref)
 
 
 def test_slip_friction_opposes_the_sliding_velocity_in_the_isotropic_case():
