@@ -146,9 +146,11 @@ def test_learned_clustering_contacts_are_the_networks():
     assert len(reps) == clustering_in.M_C
     assert np.array_equal(reps.x_w, direct.x_w) and np.array_equal(reps.n_w, direct.n_w)
     assert not step_mod.step(model, st, scenario.inputs_at(scen, st.t))[1].fallback
-    # the same state with the safety depth just above and just below its deepest node
+    # the same state with the safety depth just above and just below its deepest node; the step
+    # whole (no impact refinement, contact.impacts): a half step detects at another state, whose
+    # deepest node may lie past the 1 % margin (it did once a trajectory change made this step split)
     for depth, use_net in ((deepest * 1.01, True), (deepest * 0.99, False)):
-        m2 = replace(model, contact=replace(model.contact, fallback_depth=depth))
+        m2 = replace(model, contact=replace(model.contact, fallback_depth=depth, impact_splits=0))
         reps = step_mod.collide(m2, st, m2.dt, f_ext[None]).contacts
         want = direct if use_net else clustering.kmeans(nodes, m2.contact.clusters, m2.contact.normal_scale, "deepest")
         assert np.array_equal(reps.x_w, want.x_w) and np.array_equal(reps.n_w, want.n_w), depth
