@@ -135,7 +135,8 @@ def partition(k: int, n_s: int, body, other, split: str = "links") -> np.ndarray
         run = np.unique(run, return_inverse=True)[1].reshape(k)   # no empty runs
         n_s = int(run.max()) + 1
     elif split == "links":
-        run = np.repeat(np.arange(n_s), [len(x) for x in np.array_split(np.arange(k), n_s)])
+        big = k % n_s                              # np.array_split's runs: the first k % n_s one longer
+        run = np.repeat(np.arange(n_s), np.where(np.arange(n_s) < big, k // n_s + 1, k // n_s))
     else:
         raise ValueError(f"subsystem split {split!r}: expected one of {', '.join(SPLITS)}")
     keep = np.ones(max(n_s - 1, 0), bool)          # keep[j]: runs j and j+1 stay apart
@@ -192,15 +193,15 @@ def _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u):
     n3 = 3 * ms
     Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
     Wts = Wt[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
-    u0 = 3 * c0
+    us = u[3 * c0:3 * c0 + n3]                     # views: the update loop below vectorizes on them
     for i in range(ms):
         ci = c0 + i
         r0 = 3 * i
         l0, l1, l2 = lam[ci, 0], lam[ci, 1], lam[ci, 2]
-        ln = max(0.0, l0 - (u[u0 + r0] - bn[ci]) / Ws[r0, r0])
+        ln = max(0.0, l0 - (us[r0] - bn[ci]) / Ws[r0, r0])
         dn = ln - l0
-        u1 = u[u0 + r0 + 1] + Ws[r0 + 1, r0] * dn
-        u2 = u[u0 + r0 + 2] + Ws[r0 + 2, r0] * dn
+        u1 = us[r0 + 1] + Ws[r0 + 1, r0] * dn
+        u2 = us[r0 + 2] + Ws[r0 + 2, r0] * dn
         a, bb, c, e = Ws[r0 + 1, r0 + 1], Ws[r0 + 1, r0 + 2], Ws[r0 + 2, r0 + 1], Ws[r0 + 2, r0 + 2]
         det = a * e - bb * c
         t1 = l1 - (e * u1 - bb * u2) / det
@@ -214,8 +215,9 @@ def _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u):
         lam[ci, 0], lam[ci, 1], lam[ci, 2] = ln, t1, t2
         d0, d1, d2 = ln - l0, t1 - l1, t2 - l2
         if d0 != 0.0 or d1 != 0.0 or d2 != 0.0:
+            w0, w1, w2 = Wts[r0], Wts[r0 + 1], Wts[r0 + 2]
             for r in range(n3):
-                u[u0 + r] += Wts[r0, r] * d0 + Wts[r0 + 1, r] * d1 + Wts[r0 + 2, r] * d2
+                us[r] += w0[r] * d0 + w1[r] * d1 + w2[r] * d2
 
 
 @njit(cache=True)
@@ -254,17 +256,22 @@ def thread_bins(c_off, threads: int, cost=None) -> np.ndarray:
     independent."""
     ns = len(c_off) - 1
     cost = (3.0 * np.diff(c_off)) ** 2 + 1.0 if cost is None else np.asarray(cost, float)
-    threads = max(1, min(int(threads), ns))
+    return _deal(np.argsort(-cost, kind="stable"), cost, max(1, min(int(threads), ns)))
+
+
+@njit(cache=True)
+def _deal(order, cost, threads):
+    """``thread_bins``' dealing: each subsystem of `order` to the least loaded thread (the
+    first of equals), in that order."""
     load = np.zeros(threads)
-    got: list[list[int]] = [[] for _ in range(threads)]
-    for s in np.argsort(-cost, kind="stable"):
-        t = int(np.argmin(load))
-        got[t].append(int(s))
+    got = np.full((threads, order.shape[0]), -1, np.int64)
+    n = np.zeros(threads, np.int64)
+    for s in order:
+        t = np.argmin(load)
+        got[t, n[t]] = s
+        n[t] += 1
         load[t] += cost[s]
-    bins = np.full((threads, max(1, max(len(g) for g in got))), -1, np.int64)
-    for t, g in enumerate(got):
-        bins[t, :len(g)] = g
-    return bins
+    return got[:, :max(1, n.max())].copy()
 
 
 @njit(cache=True)
@@ -282,16 +289,16 @@ def _copy2(src, dst):
 
 @njit(cache=True, parallel=True)
 def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
-            iterations, tol, regulated, xi, alpha, bins):
+            iterations, tol, regulated, xi, alpha, bins, freeze=True):
     """Algorithm 1's contact loop (lines 11-22): per iteration l, one PGS sweep per subsystem
     in parallel (``_sweep``, eq. (15); the threads take the subsystems of ``thread_bins``),
     the post-regulation (eq. (16), `regulated`), one block Gauss-Seidel sweep on the cut
     forces (eq. (13)); until no cut force and no contact force changes by more than `tol` (N)
     or `iterations` passes.  The contact velocities u are kept, not re-formed: each sweep
     updates them with its lambda, and each subsystem's thread first shifts them by the last
-    cut force update (``_shift``).  Returns
-    (lambda (m,3), F (nc,6), passes, capped)."""
-    ns = c_off.shape[0] - 1
+    cut force update (``_shift``).  `freeze`: skip the sweeps eq. (16) would undo (below;
+    False: sweep every pass, the print's loop, for the tests).  Returns
+    (lambda (m,3), F (nc,6), passes, capped, the passes whose sweeps were skipped)."""
     nc = S_inv.shape[0]
     n_end = end_cut.shape[0]
     # No array expressions below: numba makes each one a parallel region of its own, with a
@@ -320,40 +327,41 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
     rhs = np.empty((nc, 6))
     rk = np.empty(6)
     passes = 0
+    # eq. (16)'s threshold xi alpha^l only falls: once it undoes sweeps pass after pass, it undoes
+    # the rest too (measured on the 160-link winding: every pass from the first undone one on,
+    # ~half of them), which then only cost time.  So after FREEZE_AFTER undone passes in a row the
+    # sweeps stop (`frozen`) while the cut forces converge with lambda held, and resume if the
+    # sweep made at that convergence passes the next pass's threshold (``_check``; the cut
+    # forces' change since the freeze, `pend`, shifted into u first); else it is undone and the
+    # solve ends, as the undone sweeps would have ended it.  (A single undone pass is often
+    # followed by kept ones: the first sweep from a cold start, measured on the drape.)
+    frozen = False
+    run = 0
+    skipped = 0
+    pend = np.zeros((nc, 6))
     for it in range(iterations):
         passes = it + 1
-        _copy2(lam, lam_old)
-        if regulated:
-            _copy1(u, u_old)
-        for t in prange(bins.shape[0]):            # Algorithm 1 lines 14-16: in parallel
-            for j in range(bins.shape[1]):
-                s = bins[t, j]
-                if s < 0:
-                    break
-                if it > 0:                         # the contacts see the last iteration's cut forces
-                    _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
-                _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u)
-                _ends(s, c_off, end_off, e_off, R, lam, y)
-        if regulated:                              # eq. (16), in force units: undo the sweep if
-            for k in range(nc):                    # max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| >= xi alpha^l
-                for r in range(6):
-                    dC[k, r] = 0.0
-            for e in range(n_end):
-                for r in range(6):
-                    dC[end_cut[e], r] += y[e, r] - y_old[e, r]
-            big = 0.0
-            for k in range(nc):
-                for p in range(6):
-                    v = 0.0
-                    for q in range(6):
-                        v += S_inv[k, p, q] * dC[k, q]
-                    big = max(big, abs(v))
-            if big >= xi * alpha ** passes:
-                _copy2(lam_old, lam)
-                _copy2(y_old, y)
-                _copy1(u_old, u)                   # (formed before the sweeps' shift: shift it again)
-                for s in range(ns):
-                    _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
+        if not frozen:
+            _copy2(lam, lam_old)
+            if regulated:
+                _copy1(u, u_old)
+            for t in prange(bins.shape[0]):        # Algorithm 1 lines 14-16: in parallel
+                for j in range(bins.shape[1]):
+                    s = bins[t, j]
+                    if s < 0:
+                        break
+                    if it > 0:                     # the contacts see the last iteration's cut forces
+                        _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
+                    _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u)
+                    _ends(s, c_off, end_off, e_off, R, lam, y)
+            if regulated and _cut_change(end_cut, y, y_old, S_inv, dC) >= xi * alpha ** passes:
+                _undo(c_off, e_off, end_off, end_cut, E, dFk, lam_old, lam, y_old, y, u_old, u)
+                run += 1
+                frozen = freeze and run >= FREEZE_AFTER
+            else:
+                run = 0
+        else:
+            skipped += 1
         for k in range(nc):
             for r in range(6):
                 rhs[k, r] = U[k, r]
@@ -377,13 +385,91 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
                 dF = max(dF, abs(v - F[k, p]))
                 F[k, p] = v
         dl = 0.0
-        for i in range(lam.shape[0]):
-            for j in range(3):
-                dl = max(dl, abs(lam[i, j] - lam_old[i, j]))
+        if frozen:
+            for k in range(nc):
+                for p in range(6):
+                    pend[k, p] += dFk[k, p]
+        else:
+            for i in range(lam.shape[0]):
+                for j in range(3):
+                    dl = max(dl, abs(lam[i, j] - lam_old[i, j]))
         _copy2(y, y_old)
         if dF < tol and dl < tol:
-            return lam, F, passes, False
-    return lam, F, passes, True
+            if not frozen:
+                return lam, F, passes, False, skipped
+            if not _check(c_off, w_off, W, Wt, bn, mu, nexp, e_off, end_off, end_cut, E, R, S_inv, dC, pend, lam,
+                          lam_old, y, y_old, u, u_old, xi * alpha ** (passes + 1)):
+                return lam, F, passes, False, skipped
+            frozen = False                          # the sweep passed: go on from it
+            run = 0
+            for k in range(nc):
+                for p in range(6):
+                    pend[k, p] = 0.0
+                    dFk[k, p] = 0.0                 # (shifted in already)
+            _copy2(y, y_old)
+    return lam, F, passes, True, skipped
+
+
+@njit(cache=True)
+def _cut_change(end_cut, y, y_old, S_inv, dC):
+    """eq. (16)'s measure, in force units: max_k |S_kk^-1 (C (lambda^l - lambda^l-1))_k| from the
+    ends' pulls y, y_old (``_ends``)."""
+    nc = S_inv.shape[0]
+    for k in range(nc):
+        for r in range(6):
+            dC[k, r] = 0.0
+    for e in range(end_cut.shape[0]):
+        for r in range(6):
+            dC[end_cut[e], r] += y[e, r] - y_old[e, r]
+    big = 0.0
+    for k in range(nc):
+        for p in range(6):
+            v = 0.0
+            for q in range(6):
+                v += S_inv[k, p, q] * dC[k, q]
+            big = max(big, abs(v))
+    return big
+
+
+@njit(cache=True)
+def _undo(c_off, e_off, end_off, end_cut, E, dFk, lam_old, lam, y_old, y, u_old, u):
+    """eq. (16)'s undo: lambda, the ends' pulls and u back to before the sweeps; u_old was
+    formed before the sweeps' shift by dFk, so it is shifted again."""
+    _copy2(lam_old, lam)
+    _copy2(y_old, y)
+    _copy1(u_old, u)
+    for s in range(c_off.shape[0] - 1):
+        _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
+
+
+@njit(cache=True)
+def _check(c_off, w_off, W, Wt, bn, mu, nexp, e_off, end_off, end_cut, E, R, S_inv, dC, pend, lam, lam_old, y,
+           y_old, u, u_old, threshold):
+    """``iterate``'s frozen sweeps' check, at the cut forces' convergence: u shifted by `pend`,
+    one sweep of every subsystem (serial: once a solve); True (kept) if eq. (16) passes it at
+    `threshold`, else undone (u left shifted) and False."""
+    ns = c_off.shape[0] - 1
+    for s in range(ns):
+        _shift(s, c_off, e_off, end_off, end_cut, E, pend, u)
+    _copy2(lam, lam_old)
+    _copy1(u, u_old)
+    for s in range(ns):
+        _sweep(s, c_off, w_off, W, Wt, bn, mu, nexp, lam, u)
+        _ends(s, c_off, end_off, e_off, R, lam, y)
+    if _cut_change(end_cut, y, y_old, S_inv, dC) < threshold:
+        return True
+    _copy2(lam_old, lam)
+    _copy2(y_old, y)
+    _copy1(u_old, u)
+    return False
+
+
+# ``iterate``'s `freeze`: once eq. (16) has undone FREEZE_AFTER passes' sweeps in a row, the
+# sweeps are skipped while the cut forces converge (the same numbers where the undone sweeps
+# would have run on to the end, as on the winding: bit for bit over 100 steps at 160 links, 47
+# passes a step, ~22 of them skipped; ``iterate``)
+FREEZE_UNDONE = True
+FREEZE_AFTER = 2
 
 
 def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, dt, warm, kc, theta,
@@ -479,7 +565,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     end_body = np.concatenate([a[cut], b[cut]])[order].astype(np.int64)
     end_M = np.concatenate([np.tile(np.eye(6), (nc, 1, 1)), -Gb_eq.transpose(0, 2, 1)])[order]
     end_off = np.searchsorted(end_sub[order], np.arange(ns + 1)).astype(np.int64)
-    S, U = np.zeros((6 * nc, 6 * nc)), (H_inv @ F0[:, :, None])[:, :, 0] if nc else np.zeros((0, 6))
+    S, U = np.zeros((6 * nc, 6 * nc)), np.ascontiguousarray((H_inv @ F0[:, :, None])[:, :, 0])
     if blocktree.tree(k, a, b)[0]:                 # a chain, a tree: Algorithm 1 lines 2-10 in parallel
         prep = _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
                                  end_cut, end_body, end_M, end_off)
@@ -487,17 +573,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         prep = _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
                                end_cut, end_body, end_M, end_off)
     W_all, E_all, R_all, ufree, Q, q, q_off, recover = prep
-    for s in range(ns):                            # S and U: each subsystem's share P_s A_s^-1 P_s^T, P_s A_s^-1 B_s
-        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
-        Qs = Q[q_off[s]:q_off[s] + 36 * ne * ne].reshape(6 * ne, 6 * ne)
-        for e in range(ne):
-            j = end_cut[e0 + e]
-            U[j] += q[e0 + e]
-            for f in range(ne):
-                i = end_cut[e0 + f]
-                S[6 * j:6 * j + 6, 6 * i:6 * i + 6] += Qs[6 * e:6 * e + 6, 6 * f:6 * f + 6]
-    for j in range(nc):
-        S[6 * j:6 * j + 6, 6 * j:6 * j + 6] += H_inv[j]
+    _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U)
     lam = np.zeros((m, 3))
     passes, capped = 0, False
     F = np.zeros((nc, 6))
@@ -518,12 +594,12 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         w_off = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
         n_e = np.diff(end_off)
         e_off = np.concatenate([[0], np.cumsum(sizes * 6 * n_e)]).astype(np.int64)
-        S_inv = np.linalg.inv(np.array([S[6 * j:6 * j + 6, 6 * j:6 * j + 6] for j in range(nc)]).reshape(nc, 6, 6))
-        lam_s, F, passes, capped = iterate(
+        S_inv = np.linalg.inv(S.reshape(nc, 6, nc, 6)[np.arange(nc), :, np.arange(nc), :])   # S's diagonal blocks
+        lam_s, F, passes, capped, _ = iterate(
             c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
             bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
             p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha,
-            thread_bins(c_off, numba.get_num_threads()))
+            thread_bins(c_off, numba.get_num_threads()), FREEZE_UNDONE)
         lam[by] = lam_s
     V = recover(lam[by], F)
     gen = np.zeros(6 * k)
@@ -532,6 +608,28 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     forces = np.einsum("mij,mj->mi", Cf, lam)
     sol = Solution(V.ravel(), lam, forces, gen, int(passes), capped=bool(capped), cut=F_by_coupling(len(kc), cut, F))
     return sol, V.ravel(), gen
+
+
+@njit(cache=True)
+def _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U):
+    """S += each subsystem's share P_s A_s^-1 P_s^T (Q, at q_off), then H^-1 on its diagonal;
+    U += P_s A_s^-1 B_s (q), in place, subsystem by subsystem."""
+    for s in range(end_off.shape[0] - 1):
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        Qs = Q[q_off[s]:q_off[s] + 36 * ne * ne].reshape((6 * ne, 6 * ne))
+        for e in range(ne):
+            j = end_cut[e0 + e]
+            for p in range(6):
+                U[j, p] += q[e0 + e, p]
+            for f in range(ne):
+                i = end_cut[e0 + f]
+                for p in range(6):
+                    for r in range(6):
+                        S[6 * j + p, 6 * i + r] += Qs[6 * e + p, 6 * f + r]
+    for j in range(H_inv.shape[0]):
+        for p in range(6):
+            for r in range(6):
+                S[6 * j + p, 6 * j + r] += H_inv[j, p, r]
 
 
 def _offsets(sizes) -> np.ndarray:
