@@ -147,23 +147,32 @@ def partition(k: int, n_s: int, body, other, split: str = "links") -> np.ndarray
 
 
 @njit(cache=True)
-def _residual(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, lam, F, u):
+def _residual(s, c_off, w_off, Wt, ufree, e_off, end_off, end_cut, E, lam, F, u):
     """u_s = u_free,s + W_s lambda_s - E_s F_ends: subsystem s's contact velocities (eq. (15))
-    with the cut forces F held, into its slice of u (3m,)."""
+    with the cut forces F held, into its slice of u (3m,).  W_s lambda_s as a sum of W_s's
+    columns (the rows of Wt_s, ``_transpose``): the loop over a column vectorizes, where a row's
+    dot product is one chain of dependent additions (~0.1 ms a step at 160 links)."""
     c0, ms = c_off[s], c_off[s + 1] - c_off[s]
     n3 = 3 * ms
     e0, ne = end_off[s], end_off[s + 1] - end_off[s]
-    Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+    Wts = Wt[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
     Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
+    us = u[3 * c0:3 * c0 + n3]
     for r in range(n3):
-        acc = ufree[3 * c0 + r]
-        for q in range(ms):
-            for j in range(3):
-                acc += Ws[r, 3 * q + j] * lam[c0 + q, j]
+        us[r] = ufree[3 * c0 + r]
+    for q in range(ms):
+        for j in range(3):
+            f = lam[c0 + q, j]
+            if f != 0.0:
+                col = Wts[3 * q + j]
+                for r in range(n3):
+                    us[r] += col[r] * f
+    for r in range(n3):
+        acc = 0.0
         for e in range(ne):
             for j in range(6):
-                acc -= Es[r, 6 * e + j] * F[end_cut[e0 + e], j]
-        u[3 * c0 + r] = acc
+                acc += Es[r, 6 * e + j] * F[end_cut[e0 + e], j]
+        us[r] -= acc
 
 
 @njit(cache=True)
@@ -226,9 +235,11 @@ def _transpose(s, c_off, w_off, W, Wt):
     n3 = 3 * (c_off[s + 1] - c_off[s])
     Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
     Wts = Wt[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
-    for r in range(n3):
-        for q in range(n3):
-            Wts[q, r] = Ws[r, q]
+    for r0 in range(0, n3, 16):                    # in 16 x 16 tiles: each tile's rows stay in cache
+        for q0 in range(0, n3, 16):
+            for r in range(r0, min(r0 + 16, n3)):
+                for q in range(q0, min(q0 + 16, n3)):
+                    Wts[q, r] = Ws[r, q]
 
 
 @njit(cache=True)
@@ -318,7 +329,7 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
                 break
             _transpose(s, c_off, w_off, W, Wt)
             _ends(s, c_off, end_off, e_off, R, lam, y_old)
-            _residual(s, c_off, w_off, W, ufree, e_off, end_off, end_cut, E, lam, F, u)
+            _residual(s, c_off, w_off, Wt, ufree, e_off, end_off, end_cut, E, lam, F, u)
     u_old = u.copy()
     dFk = np.empty((nc, 6))
     for k in range(nc):
@@ -687,10 +698,10 @@ def _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go,
     if ms:
         JX = blocktree.gather(Gb_s, Go_s, cb_s, co_s, rhs)
         ufree[3 * c0:3 * c0 + 3 * ms] = JX[:, 0]
-        W[w_off[s]:w_off[s + 1]] = JX[:, 1:1 + 3 * ms].copy().ravel()
-        E[e_off[s]:e_off[s + 1]] = JX[:, 1 + 3 * ms:].copy().ravel()
-        R[e_off[s]:e_off[s + 1]] = Pt[:, 1:1 + 3 * ms].copy().ravel()
-    Q[q_off[s]:q_off[s + 1]] = Pt[:, 1 + 3 * ms:].copy().ravel()
+        W[w_off[s]:w_off[s + 1]].reshape((3 * ms, 3 * ms))[:, :] = JX[:, 1:1 + 3 * ms]
+        E[e_off[s]:e_off[s + 1]].reshape((3 * ms, 6 * ne))[:, :] = JX[:, 1 + 3 * ms:]
+        R[e_off[s]:e_off[s + 1]].reshape((6 * ne, 3 * ms))[:, :] = Pt[:, 1:1 + 3 * ms]
+    Q[q_off[s]:q_off[s + 1]].reshape((6 * ne, 6 * ne))[:, :] = Pt[:, 1 + 3 * ms:]
     for e in range(ne):
         for j in range(6):
             q[e0 + e, j] = Pt[6 * e + j, 0]

@@ -142,18 +142,22 @@ def _lu6_solve(M, piv, X):
             for c in range(r):
                 X[j, c], X[p, c] = X[p, c], X[j, c]
     for i in range(1, 6):
+        xi = X[i]                                 # row views: the loops over c vectorize on them
         for j in range(i):
             f = M[i, j]
+            xj = X[j]
             for c in range(r):
-                X[i, c] -= f * X[j, c]
+                xi[c] -= f * xj[c]
     for i in range(5, -1, -1):
+        xi = X[i]
         for j in range(i + 1, 6):
             f = M[i, j]
+            xj = X[j]
             for c in range(r):
-                X[i, c] -= f * X[j, c]
+                xi[c] -= f * xj[c]
         inv = 1.0 / M[i, i]
         for c in range(r):
-            X[i, c] *= inv
+            xi[c] *= inv
 
 
 @njit(cache=True)
@@ -209,20 +213,24 @@ def solve(LU, piv, Y, order, parent, edge, a, A_ab, A_ba, rhs):
             continue
         _off(i, edge[i], a, A_ab, A_ba, B, True)   # r_p -= A_pi D_i^-1 r_i
         for q in range(6):
+            out = rhs[p, q]                       # row views, as in _lu6_solve
             for j in range(6):
                 f = B[q, j]
+                src = rhs[i, j]
                 for c in range(r):
-                    rhs[p, q, c] -= f * rhs[i, j, c]
+                    out[c] -= f * src[c]
     for t in range(k - 1, -1, -1):                # up: parents first
         i = order[t]
         p = parent[i]
         if p < 0:
             continue
         for q in range(6):
+            out = rhs[i, q]
             for j in range(6):
                 f = Y[i, q, j]
+                src = rhs[p, j]
                 for c in range(r):
-                    rhs[i, q, c] -= f * rhs[p, j, c]
+                    out[c] -= f * src[c]
 
 
 def matrix(A_blocks, a, b, A_ab, A_ba):
@@ -281,13 +289,16 @@ def gather(Gb, Go, body, other, X):
     out = np.zeros((3 * m, r))
     for c in range(m):
         for i in range(3):
+            o = out[3 * c + i]                    # row views: the loops over q vectorize on them
             for j in range(6):
                 f = Gb[c, i, j]
+                x = X[body[c], j]
                 for q in range(r):
-                    out[3 * c + i, q] += f * X[body[c], j, q]
+                    o[q] += f * x[q]
             if other[c] >= 0:
                 for j in range(6):
                     f = Go[c, i, j]
+                    x = X[other[c], j]
                     for q in range(r):
-                        out[3 * c + i, q] += f * X[other[c], j, q]
+                        o[q] += f * x[q]
     return out

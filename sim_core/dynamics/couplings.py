@@ -570,9 +570,11 @@ def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, 
 
 @njit(cache=True)
 def _local_terms_range(lo, hi, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da,
-                       Db, ra_, rb_):
+                       Db, ra_, rb_, st_e, st_L, st_u, cached):
     """``local_terms``' couplings lo .. hi-1, each into its own blocks Da, Db, ra_, rb_ (and Aab,
-    err, force): the work of one thread of ``local_terms_parallel``, all of ``local_terms``."""
+    err, force): the work of one thread of ``local_terms_parallel``, all of ``local_terms``.
+    `cached`: the turn-free part is read from st_e, st_L, st_u (``_local_static_range``) instead
+    of formed again."""
     Ga, Gb = np.zeros((6, 6)), np.zeros((6, 6))
     W, Gw, vw = np.empty((9, 3, 3)), np.zeros((2, 6, 6)), np.empty((5, 3))
     ed, h, F0 = np.zeros(6), np.empty(6), np.empty(6)
@@ -587,7 +589,17 @@ def _local_terms_range(lo, hi, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb,
         for q in range(3, 6):
             rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
         e = err[k]
-        if i >= 0:
+        if cached:
+            e[:] = st_e[k]
+            W[7] = st_L[k]
+            vw[3] = st_u[k]
+            if i >= 0:
+                _local_turned(True, R_wb[i], R_a[k], r_a[k], theta[i], R_wb[j], R_b[k], r_b[k], theta[j], rot, Ga,
+                              Gb, e, W, Gw, vw)
+            else:
+                _local_turned(False, eye, R_a[k], r_a[k], z3, R_wb[j], R_b[k], r_b[k], theta[j], rot, Ga, Gb, e,
+                              W, Gw, vw)
+        elif i >= 0:
             _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
                         theta[j], rot, Ga, Gb, e, W, Gw, vw)
         else:
@@ -610,32 +622,72 @@ def _local_terms_range(lo, hi, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb,
 
 
 @njit(cache=True)
-def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force):
+def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force, st_e, st_L,
+                st_u, cached):
     """``coupling_terms`` for the FRAME_ANCHOR couplings (frame[k] == 1; the others are left
     alone): their terms added to A (B,6,6), rhs (B,6), and written into Aab (c,6,6), err (c,6),
-    force (c,6) in place: each coupling into its own blocks, then added up in order."""
+    force (c,6) in place: each coupling into its own blocks, then added up in order.  `cached`:
+    the turn-free part from st_e, st_L, st_u (``local_statics``)."""
     c = b.shape[0]
     Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
     ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
     _local_terms_range(0, c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db,
-                       ra_, rb_)
+                       ra_, rb_, st_e, st_L, st_u, cached)
     _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
+
+
+@njit(cache=True)
+def _local_static_range(a, b, r_a, R_a, r_b, R_b, frame, p_w, R_wb, st_e, st_L, st_u):
+    """``_local_static`` of every FRAME_ANCHOR coupling into st_e (c,6), st_L (c,3,3), st_u (c,3):
+    the error, the rotational rows' linear part R_ga^T R_wb and R_wa^T d -- all that
+    ``_local_turned`` reads of it."""
+    W, vw = np.empty((9, 3, 3)), np.empty((5, 3))
+    e = np.empty(6)
+    z3, eye = np.zeros(3), np.eye(3)
+    for k in range(b.shape[0]):
+        if frame[k] != FRAME_ANCHOR:
+            continue
+        i, j = a[k], b[k]
+        if i >= 0:
+            _local_static(True, p_w[i], R_wb[i], R_a[k], r_a[k], p_w[j], R_wb[j], R_b[k], r_b[k], e, W, vw)
+        else:
+            _local_static(False, z3, eye, R_a[k], r_a[k], p_w[j], R_wb[j], R_b[k], r_b[k], e, W, vw)
+            vw[3] = 0.0
+        st_e[k] = e
+        st_L[k] = W[7]
+        st_u[k] = vw[3]
+
+
+def local_statics(cp: Couplings, p_w, R_wb):
+    """(st_e (c,6), st_L (c,3,3), st_u (c,3)): the FRAME_ANCHOR couplings' turn-free part at the
+    poses (p_w, R_wb), formed once for the several ``terms`` calls a step's ``turns`` makes at
+    other turns (the same numbers, bit for bit).  None without FRAME_ANCHOR couplings."""
+    kinds = _kinds(cp)
+    if not kinds.framed:
+        return None
+    c = len(cp)
+    st = np.zeros((c, 6)), np.zeros((c, 3, 3)), np.zeros((c, 3))
+    _local_static_range(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, kinds.frame, p_w, R_wb, *st)
+    return st
+
+
+_NO_STATIC = (np.zeros((0, 6)), np.zeros((0, 3, 3)), np.zeros((0, 3)))
 
 
 @njit(cache=True, parallel=True)
 def _local_terms_chunks(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db, ra_,
-                        rb_, chunks):
+                        rb_, st_e, st_L, st_u, cached, chunks):
     """``_local_terms_range`` over `chunks` contiguous runs of couplings, one per thread: the
     one parallel region (nothing else here, so numba adds no other)."""
     c = b.shape[0]
     for ch in prange(chunks):
         _local_terms_range(ch * c // chunks, (ch + 1) * c // chunks, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w,
-                           R_wb, V, theta, T, Aab, err, force, Da, Db, ra_, rb_)
+                           R_wb, V, theta, T, Aab, err, force, Da, Db, ra_, rb_, st_e, st_L, st_u, cached)
 
 
 @njit(cache=True)
 def local_terms_parallel(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A, rhs, Aab, err, force,
-                         chunks):
+                         st_e, st_L, st_u, cached, chunks):
     """``local_terms`` with the couplings split into `chunks` contiguous runs, one per thread
     (prange): each coupling's arithmetic and the ordered gather are the same, so the result is
     bit for bit ``local_terms``' (tests)."""
@@ -643,7 +695,7 @@ def local_terms_parallel(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, th
     Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
     ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
     _local_terms_chunks(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db, ra_,
-                        rb_, chunks)
+                        rb_, st_e, st_L, st_u, cached, chunks)
     _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
 
 
@@ -840,9 +892,10 @@ def _world_only(cp: Couplings):
     return cp.K * w, cp.D * w
 
 
-def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
+def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs, static=None):
     """(A_ab (c,6,6), e (c,6), F0 (c,6)) of every coupling at the turns theta, the diagonal terms
-    added to A, rhs in place: ``coupling_terms``, and ``local_terms`` for FRAME_ANCHOR rows."""
+    added to A, rhs in place: ``coupling_terms``, and ``local_terms`` for FRAME_ANCHOR rows.
+    `static`: ``local_statics`` at these poses (None: formed here)."""
     kinds = _kinds(cp)
     if not kinds.framed:
         return coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, p_w, R_wb, V, theta, T, A, rhs)
@@ -854,12 +907,13 @@ def terms(cp: Couplings, p_w, R_wb, V, theta, T: float, A, rhs):
         Aab, e, F0 = coupling_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, K0, D0, p_w, R_wb, V, theta, T, A,
                                     rhs)
     chunks = _chunks(cp)
+    st = _NO_STATIC if static is None else static
     if chunks > 1:
         local_terms_parallel(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w,
-                             R_wb, V, theta, T, A, rhs, Aab, e, F0, chunks)
+                             R_wb, V, theta, T, A, rhs, Aab, e, F0, *st, static is not None, chunks)
     else:
         local_terms(cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w, R_wb, V,
-                    theta, T, A, rhs, Aab, e, F0)
+                    theta, T, A, rhs, Aab, e, F0, *st, static is not None)
     return Aab, e, F0
 
 
@@ -1166,9 +1220,10 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     TURN_TOL, only the number of matrices differs (docs/cable.md "Step cost")."""
     T = float(T)
     framed = _kinds(cp).framed
+    static = local_statics(cp, p_w, R_wb)      # the poses are the step's: every terms call shares it
     theta = T * V[:, 3:]
     A1, b1 = A.copy(), rhs.copy()
-    Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
+    Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1, static)
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
     jac, d, d_last = None, np.inf, np.inf
     if newton is not None and newton[0].shape == A.shape and newton[1].shape[0] == len(cp):
@@ -1181,7 +1236,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             A1, b1, Aab, e = tried
         else:
             A1, b1 = A.copy(), rhs.copy()
-            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
+            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1, static)
         if jac is None or d > NEWTON_CONTRACTION * d_last:
             J = A.copy()
             Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
@@ -1193,7 +1248,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
         if not np.isfinite(d):
             theta = np.zeros_like(theta)
             A1, b1 = A.copy(), rhs.copy()
-            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1)
+            Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1, static)
             return theta, -1, (A1, b1, Aab, e), None
         if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
             return theta, it + 1, (A1, b1, Aab, e), newton
@@ -1201,7 +1256,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             best = (d, theta, (A1, b1, Aab, e))
         s = min(1.0, TURN_STEP / d)
         if framed:
-            s, tried = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)))
+            s, tried = _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, float(np.linalg.norm(res)), static)
         Vn = Vn + s * dV
         d *= s
     return best[1], max_iter, best[2], newton
@@ -1217,13 +1272,13 @@ LINE_ARMIJO = 1e-4
 LINE_HALVINGS = 8
 
 
-def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0):
+def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0, static=None):
     """(s, terms): the fraction s of the pass dV to take (module docstring, ``turns``) and the
     couplings' (A, rhs, A_ab, e) at Vn + s dV (None where the last halving was not tried)."""
     for _ in range(LINE_HALVINGS):
         Vt = Vn + s * dV
         A1, b1 = A.copy(), rhs.copy()
-        Aab, e, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1)
+        Aab, e, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1, static)
         if np.linalg.norm(_residual(A1, b1, cp.a, cp.b, Aab, Vt)) <= (1.0 - LINE_ARMIJO * s) * f0:
             return s, (A1, b1, Aab, e)
         s *= 0.5

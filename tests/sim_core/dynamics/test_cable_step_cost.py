@@ -89,11 +89,40 @@ def test_parallel_anchor_kernels_are_the_serial_ones_bit_for_bit(anchor):
             t = (np.zeros((c, 6, 6)), np.zeros((c, 6)), np.zeros((c, 6)))
             J, Jab, Jba = np.ones((n, 6, 6)), np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
             if par:
-                couplings.local_terms_parallel(*geo, theta, 0.01, A, b, *t, chunks)
+                couplings.local_terms_parallel(*geo, theta, 0.01, A, b, *t, *couplings._NO_STATIC, False, chunks)
                 couplings.local_newton_parallel(*geo, Vn, theta, 0.01, J, Jab, Jba, chunks)
             else:
-                couplings.local_terms(*geo, theta, 0.01, A, b, *t)
+                couplings.local_terms(*geo, theta, 0.01, A, b, *t, *couplings._NO_STATIC, False)
                 couplings.local_newton_terms(*geo, Vn, theta, 0.01, J, Jab, Jba)
             out.append((A, b) + t + (J, Jab, Jba))
         for x, y in zip(*out):
             assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("anchor", ["clamp", "free"])
+def test_turn_free_part_formed_once_gives_the_same_terms(anchor):
+    """``turns`` forms the couplings' turn-free part (``local_statics``: the error, R_ga^T R_wb,
+    R_wa^T d) once a step and every ``terms`` call reads it: the same blocks, right-hand sides,
+    errors and forces bit for bit as formed on each call, serial and parallel, with a coupling
+    to the world (clamp) and without."""
+    from sim_core.dynamics import couplings
+    n = 50
+    model, st = cable.build(n, anchor=anchor)
+    rng = np.random.default_rng(7)
+    R = np.array([exp_so3(rng.normal(size=3) * 0.3) for _ in range(n)])
+    p, V = st.p_w + rng.normal(size=(n, 3)) * 1e-3, rng.normal(size=(n, 6)) * 0.1
+    cp = model.couplings
+    theta = rng.normal(size=(n, 3)) * 0.2
+    static = couplings.local_statics(cp, p, R)
+    kept = couplings.PARALLEL_MIN_COUPLINGS
+    try:
+        for par in (None, 8):
+            couplings.PARALLEL_MIN_COUPLINGS = par
+            out = []
+            for s in (None, static):
+                A, b = np.ones((n, 6, 6)), np.ones((n, 6))
+                out.append((A, b) + couplings.terms(cp, p, R, V, theta, 0.01, A, b, s))
+            for x, y in zip(*out):
+                assert np.array_equal(x, y)
+    finally:
+        couplings.PARALLEL_MIN_COUPLINGS = kept
