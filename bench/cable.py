@@ -15,9 +15,9 @@ of the same scene and number of steps, side by side in one run.
 
     python bench/cable.py [--steps 200] [--sizes 80 160] [--scaling 40 80 120 160] [--no-peers] [--rounds 3]
 
-Two rows are not the seed's: "3 balanced" (``[contact] subsystem_split = "balanced"``) and "3 par.
-turns" (the couplings' turn kernels in parallel as well, ``couplings.PARALLEL_MIN_COUPLINGS``, which
-the shipped step leaves off: on a loaded machine their barriers wait on the scheduler).
+Two rows are not the seed's: "3 balanced" (``[contact] subsystem_split = "balanced"``) and "3 serial
+turns" (the couplings' turn kernels serial, ``couplings.PARALLEL_MIN_COUPLINGS = None``; the step
+runs them in parallel from 64 couplings: at 80 and 160 links).
 
 ``--no-peers`` leaves out the XPBD / PyElastica comparison (``bench/cable_peers.py``, which
 needs the ``[peers]`` extra for PyElastica).
@@ -42,13 +42,14 @@ from sim_core.paths import scenario_path  # noqa: E402
 from sim_core.scenarios import scenario  # noqa: E402
 
 SOLVERS = {"1 dense": "direct_dense", "1 sparse": "direct", "2": "subsystems", "3": "subsystems_regulated",
-           "3 balanced": "subsystems_regulated", "3 par. turns": "subsystems_regulated"}
+           "3 balanced": "subsystems_regulated", "3 serial turns": "subsystems_regulated"}
 # the runs' split of each row ([contact] subsystem_split): the seed's even runs of links, and
 # the runs balanced by links + contacts (faster; not in the seed's table)
 SPLIT = {"3 balanced": "balanced"}
-# "3 par. turns": Solver 3 with the couplings' turn kernels in parallel too
-# (couplings.PARALLEL_MIN_COUPLINGS; off by default, docs/cable.md "Step cost")
-PARALLEL_TURNS = {"3 par. turns": 64}
+# "3 serial turns": Solver 3 with the couplings' turn kernels serial (couplings.PARALLEL_MIN_COUPLINGS
+# None; the other rows keep the step's, docs/cable.md "Step cost")
+PARALLEL_TURNS = {"3 serial turns": None}
+_STEPS_OWN = object()      # run(): keep couplings.PARALLEL_MIN_COUPLINGS as the step has it
 SEED_RATIO = {80: 14.9, 160: 40.6}      # seed 002 Table I: Solver 1 / Solver 3 average step time
 # The contact kernel of the direct rows: the seed's PGS, as its Solver 1 has it (Solvers 2 and 3
 # sweep their own PGS).  The shipped scene uses "pgs_subspace", which holds the coil where PGS
@@ -71,9 +72,10 @@ def world(links: int, solver: str, subsystems: int | None = None, split: str = "
 
 
 def run(links: int, solver: str, steps: int, subsystems: int | None = None, split: str = "links",
-        parallel_turns: int | None = None) -> dict:
+        parallel_turns=_STEPS_OWN) -> dict:
     kept = couplings.PARALLEL_MIN_COUPLINGS
-    couplings.PARALLEL_MIN_COUPLINGS = parallel_turns
+    if parallel_turns is not _STEPS_OWN:
+        couplings.PARALLEL_MIN_COUPLINGS = parallel_turns
     try:
         return _run(links, solver, steps, subsystems, split)
     finally:
@@ -139,7 +141,7 @@ def main(argv=None) -> None:
             got = {}
             for name, key in SOLVERS.items():
                 got[name] = run(n, key, a.steps, split=SPLIT.get(name, "links"),
-                                parallel_turns=PARALLEL_TURNS.get(name))
+                                parallel_turns=PARALLEL_TURNS.get(name, _STEPS_OWN))
                 if a.rounds > 1:
                     print(f"  round {k + 1}:" + line(name, got[name])[1:], flush=True)
             rounds.append(got)
@@ -155,9 +157,9 @@ def main(argv=None) -> None:
               f"than sparse Solver 1 by {rows['1 sparse']['mean'] / s3:.2f}x (mean), "
               f"{rows['1 sparse']['median'] / rows['3']['median']:.2f}x (median); balanced runs: "
               f"{rows['1 dense']['mean'] / rows['3 balanced']['mean']:.1f}x dense, "
-              f"{rows['1 sparse']['mean'] / rows['3 balanced']['mean']:.2f}x sparse (mean); parallel turns: "
-              f"{rows['1 dense']['mean'] / rows['3 par. turns']['mean']:.1f}x dense (mean), "
-              f"{rows['1 dense']['median'] / rows['3 par. turns']['median']:.1f}x (median)")
+              f"{rows['1 sparse']['mean'] / rows['3 balanced']['mean']:.2f}x sparse (mean); serial turns: "
+              f"{rows['1 dense']['mean'] / rows['3 serial turns']['mean']:.1f}x dense (mean), "
+              f"{rows['1 dense']['median'] / rows['3 serial turns']['median']:.1f}x (median)")
     print("Solver 3 with 1 and 2 numba threads (160 links):")
     both = {}
     for t in (1, 2):

@@ -123,10 +123,11 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[40, 80, 160])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--settle", type=int, default=None)
-    ap.add_argument("--parallel", type=int, default=None, metavar="C",
-                    help="couplings.PARALLEL_MIN_COUPLINGS: the anchor-frame kernels in parallel from C couplings")
+    ap.add_argument("--parallel", type=int, default=couplings.PARALLEL_MIN_COUPLINGS, metavar="C",
+                    help="couplings.PARALLEL_MIN_COUPLINGS: the anchor-frame kernels in parallel from C couplings "
+                         "(0: serial; default: the step's)")
     a = ap.parse_args(argv)
-    couplings.PARALLEL_MIN_COUPLINGS = a.parallel
+    couplings.PARALLEL_MIN_COUPLINGS = a.parallel or None
     worlds = ("free", "drum") if a.world == "both" else (a.world,)
     print(f"cable step at T = {1e3 * DT:g} ms, median / p99 in ms ({a.steps} steps)")
     for w in worlds:

@@ -850,11 +850,13 @@ def local_newton_parallel(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, V
 
 # The FRAME_ANCHOR kernels' parallel form (``local_terms_parallel``, ``local_newton_parallel``:
 # one run of couplings per numba thread, bit for bit the serial kernels') is taken from this
-# many couplings.  Off (None) by default: measured on this shared 2-core machine with other
-# processes running, each call's thread barrier waited on the scheduler and the 160-link
-# kernels ran 2-8x slower than serial (docs/cable.md "Step cost").  On an idle machine with
-# cores to spare set it (64; ``bench/cable_step.py --parallel 64`` times both).
-PARALLEL_MIN_COUPLINGS: int | None = None
+# many couplings (None: never).  64: the 80- and 160-link cables; the shipped 40-link winding
+# stays serial.  Measured on this 2-core machine with nothing else running
+# (``bench/cable.py``, 2026-11-27): the 160-link winding with Solver 3, 4.95 -> 4.42 ms a step
+# median.  With other processes on the cores each call's barrier waits on the scheduler (an
+# earlier measurement: 2-8x slower than serial, docs/cable.md "Step cost") -- as do the contact
+# solve's parallel kernels (``contact.island_solvers``).
+PARALLEL_MIN_COUPLINGS: int | None = 64
 
 
 def _chunks(cp: Couplings) -> int:
