@@ -61,7 +61,7 @@ with e_k+1 - e_k = T (G_a V_a,mid - G_b V_b,mid) for the reached poses make it e
   frame,  e1 - e0 = R_ga1^T (dx_a - dx_b) + (R_ga1 - R_ga)^T d,  and
   (R_ga1 - R_ga)^T d = R_A^T (exp(-S(th_a)) - I) R_wa^T d = R_A^T J_r(th_a) S(R_wa^T d) th_a
   (J_r(th) = J_l(-th)): linear in th_a = T w_a,mid.  So G_a,t = R_ga1^T [I, -R_wa J_l S(r_a)]
-  + [0, R_A^T J_r(th_a) S(R_wa^T d)],  G_b,t = R_ga1^T [I, -R_wb J_l S(r_b)]  (``_local_maps``).
+  + [0, R_A^T J_r(th_a) S(R_wa^T d)],  G_b,t = R_ga1^T [I, -R_wb J_l S(r_b)]  (``_local_static``, ``_local_turned``).
 - Rotational rows: the secant above around the linear part [0, R_A^T], [0, R_ga^T R_wb].
 - Newton (``local_newton_terms``): these maps move with the turns much more than the world
   rows' (a frame turning under a stiff strain), and the chord G^T H G left the passes at 7-20;
@@ -429,7 +429,8 @@ def _log_into(R, out):
 
 @njit(cache=True, inline="always")
 def _local_static(has_a, pa, Rwa, RA, ra, pb, Rwb, RB, rb, e, W, vw):
-    """The turn-free part of ``_local_maps``: the error e (6) and, in the work arrays, the
+    """A FRAME_ANCHOR coupling's turn-free part (``_local_turned`` has the rest): the error
+    e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and, in the work arrays, the
     anchor frames R_ga = W[3], R_gb = W[5], the rotational rows' linear part R_ga^T R_wb = W[7],
     d = x_a - x_b = vw[0] and R_wa^T d = vw[3] (``_local_turned`` reads them)."""
     w1, Rga, Rgb, Lb = W[0], W[3], W[5], W[7]
@@ -539,8 +540,13 @@ def _combine(has_a, RA, tha, thb, rot, Gwa, Rga1, Jta, Gwb, Rgb1, Lb, Ga, Gb, e,
 
 @njit(cache=True, inline="always")
 def _local_turned(has_a, Rwa, RA, ra, tha, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
-    """The turns' part of ``_local_maps``: Ga, Gb (6,6) at the turns (tha, thb), from what
-    ``_local_static`` left in e, W and vw (the same arithmetic as one ``_local_maps`` call).
+    """A FRAME_ANCHOR coupling's maps Ga, Gb (6,6) at the turns (tha, thb), with
+    e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches with those turns (module
+    docstring, "Frames"): translational rows exact, rotational rows the secant (rot: the
+    rotational rows carry a gain, else no secant); from what ``_local_static`` left in e, W and
+    vw.  W (9,3,3), Gw (2,6,6), vw (5,3): work arrays (no allocation per call).  Split from
+    the turn-free part so that Newton's differences in the turns, and the several ``terms``
+    calls of a step (``local_statics``), redo only this.
     W[8] holds R_A^T J_r(th_a) S(R_wa^T d) (``_frame_turn``)."""
     w1, w2, w3, Rga1, Rgb1, Lb, Jta = W[0], W[1], W[2], W[4], W[6], W[7], W[8]
     Gwa, Gwb = Gw[0], Gw[1]
@@ -553,19 +559,6 @@ def _local_turned(has_a, Rwa, RA, ra, tha, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, 
         Gwa[:] = 0.0
         Rga1[:] = RA
     _combine(has_a, RA, tha, thb, rot, Gwa, Rga1, Jta, Gwb, Rgb1, Lb, Ga, Gb, e, w1, cr, v1)
-
-
-@njit(cache=True, inline="always")
-def _local_maps(has_a, pa, Rwa, RA, ra, tha, pb, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw):
-    """A FRAME_ANCHOR coupling's error e (6) = [R_ga^T (x_a - x_b); log(R_gb^T R_ga)] and its
-    maps Ga, Gb (6,6) with e_k+1 - e_k = T (Ga V_a,mid - Gb V_b,mid) for the poses PMI reaches
-    with the turns tha, thb (module docstring, "Frames"): translational rows exact,
-    rotational rows the secant.  rot: the rotational rows carry a gain (else no secant).
-    W (9,3,3), Gw (2,6,6), vw (5,3): work arrays (no allocation per call).  Split in two:
-    ``_local_static`` (what the turns do not change: the error, the frames) and
-    ``_local_turned`` (the maps), so Newton's differences in the turns redo only the second."""
-    _local_static(has_a, pa, Rwa, RA, ra, pb, Rwb, RB, rb, e, W, vw)
-    _local_turned(has_a, Rwa, RA, ra, tha, Rwb, RB, rb, thb, rot, Ga, Gb, e, W, Gw, vw)
 
 
 @njit(cache=True)
@@ -589,22 +582,21 @@ def _local_terms_range(lo, hi, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb,
         for q in range(3, 6):
             rot = rot or K[k, q] != 0.0 or D[k, q] != 0.0
         e = err[k]
+        # the turn-free part (cached or formed), then the maps at theta: each inlined once a side
         if cached:
             e[:] = st_e[k]
             W[7] = st_L[k]
             vw[3] = st_u[k]
-            if i >= 0:
-                _local_turned(True, R_wb[i], R_a[k], r_a[k], theta[i], R_wb[j], R_b[k], r_b[k], theta[j], rot, Ga,
-                              Gb, e, W, Gw, vw)
-            else:
-                _local_turned(False, eye, R_a[k], r_a[k], z3, R_wb[j], R_b[k], r_b[k], theta[j], rot, Ga, Gb, e,
-                              W, Gw, vw)
         elif i >= 0:
-            _local_maps(True, p_w[i], R_wb[i], R_a[k], r_a[k], theta[i], p_w[j], R_wb[j], R_b[k], r_b[k],
-                        theta[j], rot, Ga, Gb, e, W, Gw, vw)
+            _local_static(True, p_w[i], R_wb[i], R_a[k], r_a[k], p_w[j], R_wb[j], R_b[k], r_b[k], e, W, vw)
         else:
-            _local_maps(False, z3, eye, R_a[k], r_a[k], z3, p_w[j], R_wb[j], R_b[k], r_b[k], theta[j],
-                        rot, Ga, Gb, e, W, Gw, vw)
+            _local_static(False, z3, eye, R_a[k], r_a[k], p_w[j], R_wb[j], R_b[k], r_b[k], e, W, vw)
+        if i >= 0:
+            _local_turned(True, R_wb[i], R_a[k], r_a[k], theta[i], R_wb[j], R_b[k], r_b[k], theta[j], rot, Ga, Gb,
+                          e, W, Gw, vw)
+        else:
+            _local_turned(False, eye, R_a[k], r_a[k], z3, R_wb[j], R_b[k], r_b[k], theta[j], rot, Ga, Gb, e, W,
+                          Gw, vw)
         _gv(Gb, V[j], ed, -1.0)
         if i >= 0:
             _gv(Ga, V[i], ed, 1.0)
@@ -959,7 +951,7 @@ def turned_map(R_wb, r_b, th) -> np.ndarray:
 
 
 def _local_maps_numpy(cp: Couplings, k, i, j, p_w, R_wb, theta):
-    """``_local_maps`` in NumPy, written from the module docstring's "Frames" directly: the
+    """``_local_static`` and ``_local_turned`` in NumPy, written from the module docstring's "Frames" directly: the
     translational rows from the reached anchor frame, the rotational rows' secant from the
     reached log."""
     from scipy.spatial.transform import Rotation
