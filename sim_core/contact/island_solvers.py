@@ -235,11 +235,9 @@ def _transpose(s, c_off, w_off, W, Wt):
     n3 = 3 * (c_off[s + 1] - c_off[s])
     Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
     Wts = Wt[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
-    for r0 in range(0, n3, 16):                    # in 16 x 16 tiles: each tile's rows stay in cache
-        for q0 in range(0, n3, 16):
-            for r in range(r0, min(r0 + 16, n3)):
-                for q in range(q0, min(q0 + 16, n3)):
-                    Wts[q, r] = Ws[r, q]
+    for r in range(n3):
+        for q in range(n3):
+            Wts[q, r] = Ws[r, q]
 
 
 @njit(cache=True)
@@ -443,12 +441,18 @@ def _cut_change(end_cut, y, y_old, S_inv, dC):
 
 
 @njit(cache=True)
-def _undo(c_off, e_off, end_off, end_cut, E, dFk, lam_old, lam, y_old, y, u_old, u):
-    """eq. (16)'s undo: lambda, the ends' pulls and u back to before the sweeps; u_old was
-    formed before the sweeps' shift by dFk, so it is shifted again."""
+def _restore(lam_old, lam, y_old, y, u_old, u):
+    """lambda, the ends' pulls and u back to their copies from before a sweep."""
     _copy2(lam_old, lam)
     _copy2(y_old, y)
     _copy1(u_old, u)
+
+
+@njit(cache=True)
+def _undo(c_off, e_off, end_off, end_cut, E, dFk, lam_old, lam, y_old, y, u_old, u):
+    """eq. (16)'s undo (``_restore``); u_old was formed before the sweeps' shift by dFk, so it
+    is shifted again."""
+    _restore(lam_old, lam, y_old, y, u_old, u)
     for s in range(c_off.shape[0] - 1):
         _shift(s, c_off, e_off, end_off, end_cut, E, dFk, u)
 
@@ -469,9 +473,7 @@ def _check(c_off, w_off, W, Wt, bn, mu, nexp, e_off, end_off, end_cut, E, R, S_i
         _ends(s, c_off, end_off, e_off, R, lam, y)
     if _cut_change(end_cut, y, y_old, S_inv, dC) < threshold:
         return True
-    _copy2(lam_old, lam)
-    _copy2(y_old, y)
-    _copy1(u_old, u)
+    _restore(lam_old, lam, y_old, y, u_old, u)
     return False
 
 

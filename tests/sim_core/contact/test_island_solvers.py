@@ -170,7 +170,6 @@ def test_solver_3_never_hits_its_cap_on_the_drape():
     assert np.isfinite(st.V).all()
 
 
-
 @pytest.mark.parametrize("xi", [1e-2, 1e-3])
 def test_solver_3_skipping_the_undone_sweeps_changes_nothing(drape, monkeypatch, xi):
     """``iterate``'s `freeze` (after FREEZE_AFTER undone passes in a row, eq. (16)'s further sweeps

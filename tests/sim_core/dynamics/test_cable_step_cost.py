@@ -100,7 +100,7 @@ def test_parallel_anchor_kernels_are_the_serial_ones_bit_for_bit(anchor):
 
 
 @pytest.mark.parametrize("anchor", ["clamp", "free"])
-def test_turn_free_part_formed_once_gives_the_same_terms(anchor):
+def test_turn_free_part_formed_once_gives_the_same_terms(anchor, monkeypatch):
     """``turns`` forms the couplings' turn-free part (``local_statics``: the error, R_ga^T R_wb,
     R_wa^T d) once a step and every ``terms`` call reads it: the same blocks, right-hand sides,
     errors and forces bit for bit as formed on each call, serial and parallel, with a coupling
@@ -114,15 +114,11 @@ def test_turn_free_part_formed_once_gives_the_same_terms(anchor):
     cp = model.couplings
     theta = rng.normal(size=(n, 3)) * 0.2
     static = couplings.local_statics(cp, p, R)
-    kept = couplings.PARALLEL_MIN_COUPLINGS
-    try:
-        for par in (None, 8):
-            couplings.PARALLEL_MIN_COUPLINGS = par
-            out = []
-            for s in (None, static):
-                A, b = np.ones((n, 6, 6)), np.ones((n, 6))
-                out.append((A, b) + couplings.terms(cp, p, R, V, theta, 0.01, A, b, s))
-            for x, y in zip(*out):
-                assert np.array_equal(x, y)
-    finally:
-        couplings.PARALLEL_MIN_COUPLINGS = kept
+    for par in (None, 8):
+        monkeypatch.setattr(couplings, "PARALLEL_MIN_COUPLINGS", par)
+        out = []
+        for s in (None, static):
+            A, b = np.ones((n, 6, 6)), np.ones((n, 6))
+            out.append((A, b) + couplings.terms(cp, p, R, V, theta, 0.01, A, b, s))
+        for x, y in zip(*out):
+            assert np.array_equal(x, y)
