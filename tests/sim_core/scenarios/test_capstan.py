@@ -10,7 +10,7 @@ from sim_core.scenarios import capstan
 # The law within 5 % (the issue's figure).  What the measurement itself contributes, bounded in
 # ``scenarios.capstan``: the ramp's step (0.2 % of T a step), the string's bending (<= 0.8 %),
 # the helix (<= 0.1 %), the chords' polygon (<= 0.2 % for mu theta <= pi, ``polygon_growth``);
-# the rest is the solver's (measured -1.6 to +1.4 %, docs/cable.md "The capstan law").
+# the rest is the solver's (measured -0.7 to +2.6 %, docs/cable.md "The capstan law").
 LAW_TOLERANCE = 0.05
 
 
@@ -23,14 +23,15 @@ def _check(case: capstan.Capstan) -> capstan.Result:
 
 
 def test_capstan_holds_a_load_to_the_law_with_its_duplicate_contacts():
-    """pi/2 at mu 0.3, T0 = 2 N on a 40 mm drum (SOR, the default solver).  Each wrap link has 3
+    """pi/2 at mu 0.5, T0 = 2 N on a 40 mm drum (SOR, the default solver).  Each wrap link has 3
     contacts (its closest point and both ends, ``capsule_cylinder``): the ends stand
-    rho phi^2/8 = 51 um off the drum, and here the wrap sinks that deep, so neighbours' end
-    contacts at a joint both carry force (about a third of the wrap's normal force at the
-    slip, measured): the law still holds -- the duplicates share the joint's normal force,
-    and each contact's friction is bounded by its own."""
-    res = _check(capstan.Capstan(0.5 * math.pi, 0.3, T0=2.0, R=0.04))
+    rho phi^2/8 = 50 um off the drum, and here the wrap sinks that deep, so neighbours' end
+    contacts at a joint both carry force (a fifth of the wrap's normal force at the slip,
+    measured): the law still holds -- the duplicates share the joint's normal force, and each
+    contact's friction is bounded by its own."""
+    res = _check(capstan.Capstan(0.5 * math.pi, 0.5, T0=2.0, R=0.04))
     assert res.contacts == pytest.approx(3.0)
+    assert res.end_share > 0.1            # the case's premise: the end contacts carry load
 
 
 def test_capstan_holds_a_load_to_the_law_with_pgs():
@@ -57,10 +58,11 @@ def test_capstan_fails_without_friction_enough():
 
 # Cases of the grid that miss the law (issue 26, open), measured: run them to see the figure.
 NOT_MET = {
-    (2 * math.pi, 0.5, 2.0, 0.04): "issue 26: 2 pi, mu 0.5, T0 2 N, R 40 mm holds 21.63 T0 against the "
-                                   "law's 23.14 (-6.5 %; -11.4 % before the kept Newton matrix; "
-                                   "24 % strain: with the string 4x stiffer -0.8 %, but other cases "
-                                   "move; docs/cable.md 'The capstan law')",
+    (4 * math.pi, 0.3, 2.0, 0.04): "issue 26: 4 pi, mu 0.3, T0 2 N, R 40 mm: the gross slip starts at "
+                                   "44.1 T0 (the law 43.4, +1.7 %), but the sliding wrap blows up at its "
+                                   "exit (link 126 spins up 4 -> 170 rad/s in 20 steps at ~90 N) before "
+                                   "the load end has slid 1 mm: reads 50.3 T0, +16 % (docs/cable.md "
+                                   "'The capstan law')",
 }
 
 
@@ -77,8 +79,12 @@ def test_capstan_law(theta, mu, T0, R, request):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("T0, R", [(1.0, 0.02), (2.0, 0.04)])
 @pytest.mark.parametrize("mu", [0.1, 0.3])
-def test_capstan_law_two_turns(mu):
-    """theta = 4 pi (126 wrap links).  mu = 0.5 (e^(2 pi) = 535) is left out: the string would
-    stretch several times over at that pull (``scenarios.capstan``)."""
-    _check(capstan.Capstan(4 * math.pi, mu))
+def test_capstan_law_two_turns(mu, T0, R, request):
+    """theta = 4 pi (126 wrap links).  mu = 0.5 (e^(2 pi) = 535) is left out:
+    the string would stretch by more than its length at that pull (``scenarios.capstan``)."""
+    theta = 4 * math.pi
+    if (theta, mu, T0, R) in NOT_MET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_MET[theta, mu, T0, R]))
+    _check(capstan.Capstan(theta, mu, T0=T0, R=R))
