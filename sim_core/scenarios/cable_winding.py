@@ -51,7 +51,7 @@ import numpy as np
 
 from sim_core import config as config_mod
 from sim_core import step as step_mod
-from sim_core.math.so3 import log_so3
+from sim_core.math.so3 import cross, log_so3
 from sim_core.scenarios import cable as cable_mod
 from sim_core.scenarios.common import arm_system, contact_params, drive_gains
 from sim_core.shapes import Cylinder
@@ -126,7 +126,7 @@ def link_frame(t: np.ndarray) -> np.ndarray:
     x = t / np.linalg.norm(t)
     z = np.array([0.0, 0.0, 1.0]) - x[2] * x
     z /= np.linalg.norm(z)
-    return np.column_stack([x, np.cross(z, x), z])
+    return np.column_stack([x, cross(z, x), z])
 
 
 def winding(cfg: dict) -> Winding:

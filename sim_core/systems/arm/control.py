@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim_core.math.so3 import log_so3
+from sim_core.math.so3 import cross, log_so3
+from sim_core.systems.arm import panda
 
 
 @dataclass
@@ -86,7 +87,6 @@ def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_
     (``turn_error``), likewise."""
     if not arm.gripper_joint:
         return (*_cartesian(arm, q, v, T, R_set, p_set, V_set, gains, None), flange_home, grip_turn)
-    from sim_core.systems.arm import panda
     if flange_home is None:
         flange_home = arm.tcp_pose(q, arm.flange)[0]
     z = R_set[:, 2]
@@ -98,7 +98,7 @@ def linearize(arm, q, v, T, R_set, p_set, V_set, gains: AdmittanceGains, flange_
     R_fs = R_set @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])    # R_set Rz(-theta)
     p_fs = p_set - z * panda.TCP_D
     w_set = V_set[3:]
-    V_fs = np.concatenate([V_set[:3] - np.cross(w_set, z * panda.TCP_D), w_set - z * float(z @ w_set)])
+    V_fs = np.concatenate([V_set[:3] - cross(w_set, z * panda.TCP_D), w_set - z * float(z @ w_set)])
     tau0, B = _cartesian(arm, q, v, T, R_fs, p_fs, V_fs, gains, arm.flange)
     # the gripper joint: spring-damper (midpoint form) on the tool's own turn error
     g = arm.nv - 1

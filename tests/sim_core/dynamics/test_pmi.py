@@ -9,7 +9,7 @@ from scipy.special import ellipk
 
 from sim_core.dynamics import pmi
 from sim_core.dynamics.pmi import advance, kinetic_energy, step_free, system
-from sim_core.math.so3 import cayley, exp_so3
+from sim_core.math.so3 import cayley, cross, exp_so3
 
 # Rounding of ~1e-16 per step random-walks to ~1e-13 over 1e5 steps; 1e-9 is the issue's bound.
 ENERGY_TOL = 1e-9
@@ -179,6 +179,16 @@ def test_cayley_is_a_rotation_close_to_exp():
         n = np.linalg.norm(a)       # the rotation by 2 atan(|a|/2) about a
         assert np.allclose(C, exp_so3(a / n * 2.0 * math.atan(n / 2.0)), atol=1e-14)
         assert np.allclose(exp_so3(a), cayley(pmi.tan_ratio(n / 2.0) * a), atol=1e-14)
+
+
+def test_cross_is_numpys_bit_for_bit():
+    """``so3.cross`` (the arm's controller's, every step) is np.cross's arithmetic: the same
+    bits, on views too (a rotation's column), so swapping one for the other moves no run."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a, R = rng.normal(size=3) * 10.0 ** rng.integers(-6, 6), rng.normal(size=(3, 3))
+        for b in (R[:, 2], rng.normal(size=3)):
+            assert np.array_equal(cross(a, b), np.cross(a, b))
 
 
 @njit(cache=True)
