@@ -20,8 +20,11 @@ The loads (``Inputs.f_ext``, a force at the link's centre, world axes): link 0 (
 is pulled back along -t(0) by T0, constant; the last link along t(theta) by T(t): T0 while the
 cable settles (``SETTLE`` s), then the ramp T0 exp(s (t - SETTLE)), s = ``RAMP_RATE``.  An
 exponential ramp gives every ratio T/T0 the same relative resolution s dt per step.  It is
-quasi-static: s = 2 /s is below 1 % of the slowest axial wave's rate round the wrap (c / L_cable,
-c = sqrt(E / density) = 28 m/s for ``STRING``, L_cable <= 0.3 m), and the joints' damping
+quasi-static: s = 2 /s is 2 % of the slowest axial wave's rate round the wrap (c / L_cable,
+c = sqrt(E / density) = 28 m/s for ``STRING``, L_cable <= 0.3 m up to 2 pi on the 40 mm drum
+and 4 pi on the 20 mm one), 4 % at 4 pi on the 40 mm drum (0.53 m): the pull grows that much
+while a wave crosses the cable, a bound on a lag that would read high (that drum's 4 pi, mu 0.1
+row is the grid's highest, +2.6 %, docs/cable.md).  The joints' damping
 (D = 1e-3 s K) adds a force ~1e-3 K v per joint, far below 1e-3 T0 at the creep speeds
 before the slip (measured |v| < 1e-5 m/s).  Slip: link 0 has moved
 ``SLIP_TRAVEL`` along t(0) since the ramp began, and the ratio is T/T0 where that motion began
@@ -31,8 +34,9 @@ end only at T0 e^(mu theta).
 
 The law's theta is the turning of the tension.  On the helix the tension turns by theta cos(alpha)
 (its curvature rho / (rho^2 + c^2), c = p / 2 pi, over the length theta sqrt(rho^2 + c^2)),
-alpha the helix angle: at the default pitch (4 diameters over rho = 20.25 mm) 1 - cos(alpha)
-= 1.2e-4, a change of e^(mu theta) by at most 0.08 % (mu theta = 2 pi): ``reference`` gives both.
+alpha the helix angle: at the default pitch (4 diameters, 1 mm, over rho = 20.125 mm) 1 -
+cos(alpha) = 3.1e-5, a change of e^(mu theta) by at most 0.02 % (mu theta = 2 pi): ``reference``
+gives both.
 
 The string (``STRING``): r = 0.125 mm, E = 16 GPa (a stiff fibre, below aramid's ~70 GPa:
 EA = 785 N, EI = 3.1e-6 N m^2), made heavy (2e7 kg/m^3) and damped (``STRING``'s comment says
@@ -40,7 +44,7 @@ why: the step must resolve the links' modes; neither changes the statics).  Bend
 stiffness EI on a drum changes the capstan ratio by ~EI / (T R^2) (the moment EI / rho is
 constant along the wrap; only the entry and exit carry it); with T >= T0 >= 1 N and R >= 20 mm
 that is <= 0.8 %.  Stretch: T/EA <= 0.06 for mu theta <= pi (23 T0, T0 <= 2 N); at mu theta =
-2 pi (535 T0) the string would stretch by more than its length: that case is not run.  The law
+2 pi (535 T0) the string would stretch by 70-140 %: that case is not run.  The law
 holds for an extensible belt at gross slip (it is local: dT = mu T dtheta), but the discrete
 string departs from it when stretched far: its links are rigid and keep their length, so each
 joint opens by the strain times a link, and with r = 0.25 mm and E = 1 GPa (EA = 196 N, the
@@ -69,8 +73,10 @@ from sim_core.types import ContactPair, ContactParams, Inputs, Material, Model, 
 # chattered on the drum (the load end crept from 0.7 e^(mu theta) on).  Neither changes the
 # statics, which is all the law is about.  Against that measured string (r = 0.25 mm, E = 1 GPa,
 # 1.25e6 kg/m^3) this one has r / 2, E and density x16: EA, GA and the mass per length x4, EI,
-# GJ and the rotary inertia per length x1 -- every mode's frequency and the wave speed
-# sqrt(E / density) = 28 m/s as they were.
+# GJ and the section's rotary inertia per length x1 -- the links' axial, shear and twist modes
+# and the wave speed sqrt(E / density) = 28 m/s as they were; their bending modes run at half
+# their frequency (a link's transverse inertia ~ m L^2 / 12 grows 4x at EI / L unchanged),
+# better resolved by the step.
 STRING = cable_mod.CableSpec(radius=1.25e-4, length=1.0, density=2.0e7, E=1.6e10, nu=0.4, damping=1.0e-3)
 PITCH_DIAMETERS = 4.0      # the helix's pitch in cable diameters (turns 3 diameters apart)
 MAX_LINK_TURN = 0.1        # rad: the most a wrap link turns the cable (the chord's angle phi)
@@ -271,11 +277,11 @@ def table(cases) -> list[tuple]:
 if __name__ == "__main__":          # python -m sim_core.scenarios.capstan [sor|pgs]: docs/cable.md's table
     import sys
     solver = sys.argv[1] if len(sys.argv) > 1 else "sor"
-    # 4 pi at mu 0.5 (535 T0) would stretch the string several times over: not run (docstring)
+    # 4 pi at mu 0.5 (535 T0) would stretch the string by 70-140 %: not run (docstring)
     cases = [Capstan(th, mu, T0, R, solver) for th in THETAS for mu in MUS for T0, R in ((1.0, 0.02), (2.0, 0.04))
              if mu * th < 2 * math.pi - 1e-9]
-    print("| theta | mu | T0 N | R m | T/T0 at slip | e^(mu theta) | error | steps capped | end |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| theta | mu | T0 N | R m | T/T0 at slip | e^(mu theta) | error | steps capped | end | deepest um |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for th, mu, T0, R, ratio, law, err, res in table(cases):
         print(f"| {th / math.pi:.2g} pi | {mu} | {T0:g} | {R} | {ratio:.4f} | {law:.4f} | {err:+.2%} | "
-              f"{res.capped}/{res.steps} | {res.end_share:.2f} |", flush=True)
+              f"{res.capped}/{res.steps} | {res.end_share:.2f} | {res.penetration * 1e6:.0f} |", flush=True)
