@@ -1313,14 +1313,15 @@ class Folded:
     v_fix: np.ndarray              # (na,) the held coordinates' velocities
 
 
-def fold(A_p, b_p, S, r, C, fixed=None, v_fix=None):
+def fold(A_p, b_p, S, r, C, fixed=None, v_fix=None, X=None):
     """(A_eff, b_eff, Folded): block a (S, r), coupled to block p by C = A_ap, eliminated into
-    p (module docstring); coordinates ``fixed`` of a held at ``v_fix``."""
+    p (module docstring); coordinates ``fixed`` of a held at ``v_fix``.  X: S^-1 [-C | r]
+    where the caller has it already (used when nothing is held)."""
     na = S.shape[0]
     v_fix = np.zeros(na) if v_fix is None else v_fix
     if fixed is None or not fixed.any():        # nothing held: the same arithmetic, no gathers
         nC = -C
-        X = np.linalg.solve(S, np.column_stack([nC, r]))
+        X = np.linalg.solve(S, np.column_stack([nC, r])) if X is None else X
         return A_p - nC.T @ X[:, :-1], b_p + nC.T @ X[:, -1], Folded(X, np.ones(na, bool), v_fix)
     f, F = ~fixed, fixed
     S_ff = S[np.ix_(f, f)]

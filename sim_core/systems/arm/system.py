@@ -100,8 +100,8 @@ class ArmSystem:
         r_a_free = b_a + r_add
         JHG = -C
         # the body's free velocity with the arm's controller, then the arm's active set there.
-        # X is ``couplings.fold``'s own solve with no limit active (S = Sc, r_a = r_a_free + tau0),
-        # so in that case, the usual one, the pre-solve is the fold, bit for bit
+        # X is ``couplings.fold``'s own solve with no joint saturated (S = Sc, r_a = r_a_free +
+        # tau0): the usual step's fold reuses it
         Sc = S_free + B
         X = np.linalg.solve(Sc, np.column_stack([JHG, r_a_free + tau0]))
         Ap_eff = A_p - JHG.T @ X[:, :-1]
@@ -110,14 +110,12 @@ class ArmSystem:
         act: dict = {}
         control.solve_limited(arm, sub.q, sub.qd, dt, S_free, r_a_free + JHG @ V_guess, tau0, B, active=act)
         fixed, v_fix, sat = act["fixed"], act["v_fix"], act["sat"]
-        if sat.any() or fixed.any():
-            # with that active set: saturated joints get a constant torque, stopped joints a fixed
-            # velocity; the free joints are folded into the body (Schur complement)
-            S = S_free + np.where(sat[:, None], 0.0, B)
-            r_a = r_a_free + np.where(sat, act["tau_sat"], tau0)
-            blocks.A[i], blocks.b[i], folded = couplings.fold(A_p, b_p, S, r_a, C, fixed, v_fix)
-        else:
-            blocks.A[i], blocks.b[i], folded = Ap_eff, bp_eff, couplings.Folded(X, np.ones(arm.nv, bool), v_fix)
+        # with that active set: saturated joints get a constant torque, stopped joints a fixed
+        # velocity; the free joints are folded into the body (Schur complement)
+        S = S_free + np.where(sat[:, None], 0.0, B)
+        r_a = r_a_free + np.where(sat, act["tau_sat"], tau0)
+        blocks.A[i], blocks.b[i], folded = couplings.fold(A_p, b_p, S, r_a, C, fixed, v_fix,
+                                                          X=None if sat.any() else X)
         return ArmFold(folded, sat, act["tau_sat"], tau0, B, math.sqrt(float(e[:3].dot(e[:3]))), home, turn)
 
     def advance(self, model, sub: ArmState, fd: ArmFold, V_next, dt: float):
