@@ -154,6 +154,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                doc="a step in which a rigid contact arrives fast is taken again as two halves, "
                                    "at most this many levels (2: quarter steps; 0: never): the overshoot of an "
                                    "impact at speed u is T u / 2 (docs/contact_solving.md)"),
+        "turn_passes": Field("int", 0, lo=0, hi=50,
+                             doc="a cable's couplings and its contacts solved together: after the contact solve, "
+                                 "up to this many passes re-take the couplings at the turns the solve reached "
+                                 "and solve the contacts again, until the coupled system holds with the "
+                                 "contacts (0: the turns predicted without the contacts; island_solver direct "
+                                 "or direct_dense; docs/cable.md \"Turns with the contacts\")"),
         "impact_tolerance": Field("float", 1e-5, gt=0.0, hi=1e-2, unit="m",
                                   doc="the penetration a rigid contact may gain in one step before the step "
                                       "is halved"),
@@ -444,6 +450,10 @@ def validate(raw: dict, src: str) -> dict:
         if cfg["scenario"]["task"] == "cable_winding" and cfg["contact"]["subsystems"] > cfg["cable"]["links"]:
             raise ConfigError(f"contact.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
                               f"got {cfg['contact']['subsystems']}")
+        if cfg["contact"]["turn_passes"] and cfg["contact"]["island_solver"].startswith("subsystems"):
+            raise ConfigError(f"contact.turn_passes: must be 0 with island_solver "
+                              f"{cfg['contact']['island_solver']!r} (its cut couplings are taken at the predicted "
+                              f"turns), got {cfg['contact']['turn_passes']}")
         if not cfg["socket"]["nu"] < 0.5:
             raise ConfigError("socket.nu: must be < 0.5 for a solid (0.5 is incompressible), "
                               f"got {cfg['socket']['nu']:g}")

@@ -18,6 +18,9 @@ It reads as its stages:
    island, islands joined by couplings and body-body contacts (``contact.solvers.SOLVERS``,
    ``islands``, ``solve``), each contact with its pair's material (``contact.materials``); an
    island with a contact between two bodies keeps their total momentum (``contact.body_body``);
+   6a. **turns with the contacts** -- with ``[contact] turn_passes``, the couplings taken again
+   at the turns the solve reached and the contacts solved again until the coupled system holds
+   with them (``turn_passes``; a cable wound under tension);
    6b. **impact refinement** -- a step in which a rigid contact would gain more penetration
    than ``impact_tolerance`` is taken again as two halves (``contact.impacts``, ``halves``);
 7. **integration** -- every body's pose in one kernel (``systems.rigid.advance``) and each
@@ -104,6 +107,9 @@ class StepInfo:
     substeps: int = 1              # steps of dt / 2^k it was taken as (contact.impacts; 1: not split)
     contact_work: float = 0.0      # J, the contacts' work over the step as PMI books it: the impulse
                                    # dt contact_wrench on the midpoint twist (V_k + V_k+1) / 2, every body
+    turn_passes: int = 0           # contact passes taken solving the couplings' turns with the contacts (6a)
+    turn_residual: float = 0.0     # [N; N m] largest row of the coupled system's residual at the step's
+                                   # solution, the contacts in (6a; 0 where no passes are configured)
 
 
 def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = None,
@@ -188,6 +194,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     # theta (B,3) rad: the bodies' turns over the step, what a subsystem solver needs to take a cut
     # coupling's terms out (island_solvers); newton: the turns' Newton matrix, kept for the next step
     theta = newton = None
+    passes = model.contact.turn_passes if cp is not None and len(cp) else 0
+    bodies = (blk.A.copy(), blk.b.copy()) if passes else None      # the bodies' blocks, no couplings yet
     if cp is None or len(cp) == 0:
         A_ab = _NO_COUPLINGS
     else:                          # the couplings' terms at the turns, from the last step's Newton matrix
@@ -196,12 +204,16 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
             newton=None if state.warm is None else state.warm.newton)
         if model.contact.island_solver in island_solvers.NEEDS_TURNS:
             theta = turned
+    lin = (blk.A.copy(), blk.b.copy(), A_ab) if passes else None   # the system the solve sees, systems not in
     folds = [s.fold(model, state, sub, inp, dt, prep, blk)
              for s, sub, prep in zip(model.systems, state.systems, preps)]
     laps.lap("systems")
     c = found.contacts
     on = c.bodies()
     sol = solve(model, state, c, on, blk, A_ab, row, dt, theta)
+    turned_with = (0, 0.0)
+    if passes and len(c):          # 6a: the turns solved with the contacts
+        sol, folds, turned_with = turn_passes(model, state, inp, c, on, blk, bodies, lin, row, dt, sol, folds, preps)
     laps.lap("solving")
     if impacts.should_split(model, found.nodes, state, sol.V, dt, splits):
         return halves(model, state, inp, dt, splits - 1)
@@ -219,7 +231,55 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     laps.lap("integration")
     info = info_of(model, found, sol, laps, dt=dt, **report)
     work = dt * float(np.sum(info.contact_wrench * (0.5 * (state.V + Vn))))
-    return nxt, replace(info, contact_work=work)
+    return nxt, replace(info, contact_work=work, turn_passes=turned_with[0], turn_residual=turned_with[1])
+
+
+# The contact passes stop when the coupled system's residual with the contacts (``turn_passes``)
+# is below this fraction of the contacts' largest generalized force: the contact kernels' own
+# accuracy at their sweep caps (PGS with subspace steps on the winding: the friction rows still
+# move ~1e-4 of the forces a sweep at 100 sweeps, "Holding a coil").  Measured on the 40-link
+# winding by hand (docs/cable.md "Turns with the contacts"): 2.6 passes a step, against 4 at 1e-8.
+TURN_PASS_TOL = 1e-3
+
+
+def turn_passes(model: Model, state: State, inp: Inputs, c: Contacts, on: np.ndarray, blk, bodies, lin, row,
+                dt: float, sol, folds, preps):
+    """Stage 6a: the couplings' turns and the contacts solved together -- (sol, folds,
+    (passes, residual)).  The solve linearized the couplings at the turns predicted without the
+    contacts (``couplings.turns``); at its V+ the coupled system, taken at the turns V+ itself
+    makes, is off by R = r(V+) - l(V+) (``couplings.residual_at``; l the residual of the linear
+    system that was solved; a system's fold is linear and holds exactly).  Each pass takes the
+    couplings at the last iterate (``couplings.contact_system``: the Newton matrix's positive
+    semi-definite part, the right-hand side with the exact residual), folds the systems in again
+    and solves the contacts, warm-started from the last forces, until |R| <= TURN_PASS_TOL of the
+    contacts' largest generalized force, at most ``turn_passes`` passes; a pass whose residual
+    grew ends them.  The iterate with the smallest |R| is the step's.  `bodies`: the bodies'
+    blocks before the couplings; `lin`: the couplings' (A, rhs, A_ab) the first solve saw."""
+    cp, B = model.couplings, model.n_bodies
+    if model.contact.island_solver in island_solvers.NEEDS_TURNS:
+        raise ValueError(f"step: contact.turn_passes needs island_solver direct or direct_dense, not "
+                         f"{model.contact.island_solver!r} (its cut couplings are taken at the predicted turns)")
+    budget = None if state.warm is None else state.warm.budget
+    best, done = None, 0
+    for k in range(model.contact.turn_passes + 1):
+        Vb = sol.V.reshape(B, 6)
+        r = couplings.residual_at(cp, state.p_w, state.R_wb, state.V, Vb, dt, *bodies)
+        R = r - couplings._residual(*lin[:2], cp.a, cp.b, lin[2], Vb)
+        res = float(np.abs(R).max()) if np.all(np.isfinite(R)) else np.inf
+        if best is None or res < best[0]:
+            best = (res, sol, folds, k)
+        gmax = float(np.abs(sol.generalized).max())
+        if k == model.contact.turn_passes or res <= TURN_PASS_TOL * gmax or res > best[0] or gmax == 0.0:
+            break
+        M, rhs, M_ab = couplings.contact_system(cp, state.p_w, state.R_wb, state.V, Vb, dt, bodies[0], r)
+        lin = (M, rhs, M_ab)
+        blk.A[...], blk.b[...] = M, rhs
+        folds = [s.fold(model, state, sub, inp, dt, prep, blk)
+                 for s, sub, prep in zip(model.systems, state.systems, preps)]
+        warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, budget)
+        sol = solve(model, replace(state, warm=warm), c, on, blk, M_ab, row, dt)
+        done = k + 1
+    return best[1], best[2], (done, best[0])
 
 
 def halves(model: Model, state: State, inp: Inputs, dt: float, splits: int) -> tuple[State, StepInfo]:
@@ -234,7 +294,9 @@ def halves(model: Model, state: State, inp: Inputs, dt: float, splits: int) -> t
                    max_penetration=max(first.max_penetration, second.max_penetration),
                    contact_wrench=0.5 * (first.contact_wrench + second.contact_wrench),   # the step's impulse / dt
                    contact_work=first.contact_work + second.contact_work,
-                   sweeps=max(first.sweeps, second.sweeps), capped=first.capped or second.capped)
+                   sweeps=max(first.sweeps, second.sweeps), capped=first.capped or second.capped,
+                   turn_passes=first.turn_passes + second.turn_passes,
+                   turn_residual=max(first.turn_residual, second.turn_residual))
     return replace(end, t=state.t + dt), info
 
 

@@ -87,6 +87,9 @@ class ContactParams:
     friction_exponent: float = 1.0  # N of the default material's friction law (Material.friction_exponent)
     impact_splits: int = 0          # levels a step may be halved when a contact arrives fast (contact.impacts)
     impact_tolerance: float = 1e-5  # m: a step in which a detected node gains more penetration is halved
+    # passes a step may take solving the couplings' turns together with the contacts (``step.turn_passes``;
+    # 0: the turns predicted without them, ``couplings.turns``)
+    turn_passes: int = 0
 
     @property
     def material(self) -> Material:

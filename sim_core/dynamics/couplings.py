@@ -1279,6 +1279,65 @@ def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0, static=None):
     return s, None
 
 
+# ---- the turns with the contacts (``step``'s contact passes, ``[contact] turn_passes``) -------------
+
+def residual_at(cp: Couplings, p_w, R_wb, V, Vb, T: float, A, rhs):
+    """r (B,6) = b(theta) - A(theta) Vb of the coupled system at the iterate Vb, its turns
+    theta = T (w_k + w_b)/2 (the module docstring's system, the contacts left out): what the
+    contacts' generalized force must meet where Vb is the step's solution.  A, rhs: the
+    bodies' blocks without the couplings (not changed)."""
+    T = float(T)
+    A1, b1 = A.copy(), rhs.copy()
+    Aab, _, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vb[:, 3:]), T, A1, b1)
+    return _residual(A1, b1, cp.a, cp.b, Aab, Vb)
+
+
+def newton_blocks(cp: Couplings, p_w, R_wb, V, Vb, T: float):
+    """(Da, Db, Jab, Jba) (c,6,6) each: every coupling's own part of the Newton matrix at Vb --
+    its rows and columns on body a, on b, and between them (``local_newton_terms`` before they
+    are summed per body).  FRAME_ANCHOR couplings only (a cable's; the world-axes kernel sums
+    as it goes)."""
+    kinds = _kinds(cp)
+    if not kinds.anchor_only:
+        raise ValueError("couplings.newton_blocks: the contact passes need anchor-frame couplings (a cable's)")
+    T = float(T)
+    c = len(cp)
+    Da, Db, Jab, Jba = (np.zeros((c, 6, 6)) for _ in range(4))
+    theta = 0.5 * T * (V[:, 3:] + Vb[:, 3:])
+    args = (cp.a, cp.b, cp.r_a, cp.R_a, cp.r_b, cp.R_b, cp.K, cp.D, kinds.frame, p_w, R_wb, V, Vb, theta, T,
+            Jab, Jba, Da, Db)
+    chunks = _chunks(cp)
+    if chunks > 1:
+        _local_newton_chunks(*args, chunks)
+    else:
+        _local_newton_range(0, c, *args)
+    return Da, Db, Jab, Jba
+
+
+def contact_system(cp: Couplings, p_w, R_wb, V, Vb, T: float, A, r):
+    """(M (B,6,6), rhs_M (B,6), M_ab (c,6,6)): the linear system a contact pass solves at the
+    iterate Vb, r = ``residual_at`` there:  M V+ = M Vb + r + (contacts).  M is the bodies'
+    blocks A plus each coupling's Newton part projected onto its positive semi-definite part
+    (the symmetric part's negative eigenvalues dropped, per coupling, 12x12), so M is
+    symmetric and the contacts' Delassus operator positive semi-definite like A(theta)'s.
+    Where the passes converge (V+ = Vb) the coupled system holds exactly with the contacts,
+    whatever M is; M only sets how fast they get there (docs/cable.md "Turns with the
+    contacts": the Newton matrix itself turns indefinite under a compressed joint, and the
+    contact kernels then diverge; A(theta) alone, a fixed point in the turns, diverges too)."""
+    Da, Db, Jab, Jba = newton_blocks(cp, p_w, R_wb, V, Vb, T)
+    C = np.empty((len(cp), 12, 12))
+    C[:, :6, :6], C[:, :6, 6:], C[:, 6:, :6], C[:, 6:, 6:] = Da, Jab, Jba, Db
+    lam, U = np.linalg.eigh(0.5 * (C + C.transpose(0, 2, 1)))
+    P = np.einsum("kij,kj,klj->kil", U, np.maximum(lam, 0.0), U)
+    has = cp.a >= 0
+    M = A.copy()
+    np.add.at(M, cp.b, P[:, 6:, 6:])
+    np.add.at(M, cp.a[has], P[has, :6, :6])
+    M_ab = np.where(has[:, None, None], P[:, :6, 6:], 0.0)
+    rhs_M = r - _residual(M, np.zeros_like(r), cp.a, cp.b, M_ab, Vb)     # r + M Vb
+    return M, rhs_M, M_ab
+
+
 def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):
     """The couplings' terms: (A_ab (c,6,6), e (c,6)), the diagonal terms added to A (B,6,6)
     and rhs (B,6) in place; nothing when there are none.  theta (B,3): the bodies' turns over

@@ -33,7 +33,7 @@ def contact_params(c: dict) -> ContactParams:
                          island_iterations=c["island_iterations"], island_tolerance=c["island_tolerance"],
                          regulation_xi=c["regulation_xi"], regulation_alpha=c["regulation_alpha"],
                          friction_exponent=c["friction_exponent"], impact_splits=c["impact_splits"],
-                         impact_tolerance=c["impact_tolerance"])
+                         impact_tolerance=c["impact_tolerance"], turn_passes=c["turn_passes"])
 
 
 def drive_gains(cfg: dict) -> tuple[np.ndarray, np.ndarray]:

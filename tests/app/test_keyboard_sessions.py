@@ -387,12 +387,6 @@ def _winding_arc_events() -> list:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 26 (5) not met: at the shipped fixed step links 23-33 of the "
-                   "free span spin up once the tension passes ~1 N (to 900 rad/s) and the coil is pulled into "
-                   "the drum; halving at impacts (impact_splits = 3) keeps the end and the felt force grows 6x, "
-                   "but from 1.2 N the coil sinks 0.70 mm and the span whips: the couplings' turns, predicted "
-                   "without the contacts, and the contact solve have no converged fixed point at 10 ms "
-                   "(docs/cable.md)")
 def test_winding_by_hand_round_the_drum_feels_the_tension_grow():
     """Carry the end 20 deg round the drum: the cable is never thrown, the coil stays on the drum,
     and the force the hand feels at the end grows with the wrap (at least twice the start's)."""
