@@ -43,8 +43,10 @@ terms at that theta, which the step solves with the contacts.  Exact: no contact
 coupled island (the chain test: |energy change| <= 1e-9 of the swing's energy over 1e4 steps,
 measured ~1e-11, ball joints and bending springs); with contacts the solution's w_mid is not
 the predicted one and the balance holds to O(the contacts' change of w_mid * theta) -- the
-contacts do work of their own anyway.  Not converged (links turning ~1 rad a step: a
-ball-joint chain of 10 links, or the 160-link chain with its bending springs, at T = 10 ms):
+contacts do work of their own anyway.  With ``[contact] turn_passes`` the step solves the turns
+and the contacts together (``step.turn_passes``: the couplings taken again at the solve's turns,
+``residual_at``, ``contact_system``, until the coupled system holds with the contacts).
+Not converged (links turning ~1 rad a step: a ball-joint chain of 10 links, or the 160-link chain with its bending springs, at T = 10 ms):
 the best iterate, the energy then not exact -- such a chain gains energy and blows up, later
 and slower than with the start-of-step maps (measured, 160 links at 10 ms: exact for 1.5 s,
 then ~2e3 of the swing's energy at 2 s, where the old maps reached 1e28).  The arm's grasp
@@ -1318,24 +1320,50 @@ def contact_system(cp: Couplings, p_w, R_wb, V, Vb, T: float, A, r):
     """(M (B,6,6), rhs_M (B,6), M_ab (c,6,6)): the linear system a contact pass solves at the
     iterate Vb, r = ``residual_at`` there:  M V+ = M Vb + r + (contacts).  M is the bodies'
     blocks A plus each coupling's Newton part projected onto its positive semi-definite part
-    (the symmetric part's negative eigenvalues dropped, per coupling, 12x12), so M is
-    symmetric and the contacts' Delassus operator positive semi-definite like A(theta)'s.
-    Where the passes converge (V+ = Vb) the coupled system holds exactly with the contacts,
-    whatever M is; M only sets how fast they get there (docs/cable.md "Turns with the
-    contacts": the Newton matrix itself turns indefinite under a compressed joint, and the
-    contact kernels then diverge; A(theta) alone, a fixed point in the turns, diverges too)."""
+    (``_semidefinite``), so M is symmetric and the contacts' Delassus operator positive
+    semi-definite like A(theta)'s.  Where the passes converge (V+ = Vb) the coupled system holds
+    exactly with the contacts, whatever M is; M only sets how fast they get there (docs/cable.md
+    "Turns with the contacts": the Newton matrix itself turns indefinite under a compressed
+    joint, and the contact kernels then diverge; A(theta) alone, a fixed point in the turns,
+    diverges too)."""
     Da, Db, Jab, Jba = newton_blocks(cp, p_w, R_wb, V, Vb, T)
-    C = np.empty((len(cp), 12, 12))
-    C[:, :6, :6], C[:, :6, 6:], C[:, 6:, :6], C[:, 6:, 6:] = Da, Jab, Jba, Db
-    lam, U = np.linalg.eigh(0.5 * (C + C.transpose(0, 2, 1)))
-    P = np.einsum("kij,kj,klj->kil", U, np.maximum(lam, 0.0), U)
-    has = cp.a >= 0
-    M = A.copy()
-    np.add.at(M, cp.b, P[:, 6:, 6:])
-    np.add.at(M, cp.a[has], P[has, :6, :6])
-    M_ab = np.where(has[:, None, None], P[:, :6, 6:], 0.0)
+    M, M_ab = A.copy(), np.zeros((len(cp), 6, 6))
+    _semidefinite(cp.a, cp.b, Da, Db, Jab, Jba, M, M_ab)
     rhs_M = r - _residual(M, np.zeros_like(r), cp.a, cp.b, M_ab, Vb)     # r + M Vb
     return M, rhs_M, M_ab
+
+
+@njit(cache=True)
+def _semidefinite(a, b, Da, Db, Jab, Jba, M, M_ab):
+    """Per coupling k, C = [[Da, Jab], [Jba, Db]] (12x12, its rows and columns on bodies a, b):
+    P = the positive semi-definite part of (C + C^T)/2 (its negative eigenvalues dropped), added
+    to M[a], M[b] and written to M_ab[k] (P's (a, b) block; M_ba = M_ab^T).  A coupling to the
+    world (a < 0) has b's 6x6 alone."""
+    S = np.empty((12, 12))
+    for k in range(b.shape[0]):
+        n = 12 if a[k] >= 0 else 6
+        o = 6 if a[k] >= 0 else 0            # where b's rows start
+        for p in range(6):
+            for q in range(6):
+                S[o + p, o + q] = 0.5 * (Db[k, p, q] + Db[k, q, p])
+                if n == 12:
+                    S[p, q] = 0.5 * (Da[k, p, q] + Da[k, q, p])
+                    S[p, 6 + q] = 0.5 * (Jab[k, p, q] + Jba[k, q, p])
+                    S[6 + q, p] = S[p, 6 + q]
+        w, U = np.linalg.eigh(S[:n, :n].copy())
+        for j in range(n):
+            if w[j] <= 0.0:
+                continue
+            for p in range(n):
+                up = w[j] * U[p, j]
+                for q in range(n):
+                    v = up * U[q, j]
+                    if p >= o and q >= o:
+                        M[b[k], p - o, q - o] += v
+                    elif p < 6 and q < 6:
+                        M[a[k], p, q] += v
+                    elif p < 6:
+                        M_ab[k, p, q - 6] += v
 
 
 def apply(cp: Couplings | None, p_w, R_wb, V, T: float, A, rhs, theta=None):

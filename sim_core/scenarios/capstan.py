@@ -112,6 +112,7 @@ class Capstan:
     solver: str = "sor"            # contact.solver
     iterations: int = 400          # the solver's sweep cap (sor_iterations and pgs_iterations)
     spec: cable_mod.CableSpec = STRING
+    turn_passes: int = 0           # contact.turn_passes: the couplings' turns solved with the contacts
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def build(case: Capstan) -> Scene:
     contact = ContactParams(friction=case.mu, clusters=12, band=BAND, broadphase_margin=2e-3, normal_scale=0.01,
                             penetration_gain=PENETRATION_GAIN, pgs_iterations=case.iterations,
                             pgs_tolerance=1e-10, solver=case.solver, sor_iterations=case.iterations,
-                            sor_tolerance=1e-10, clustering="none")
+                            sor_tolerance=1e-10, clustering="none", turn_passes=case.turn_passes)
     model, _ = cable_mod.build(n, spec_n, DT, contact, shapes=(drum,),
                                pairs=tuple(ContactPair(i, n, material=mat) for i in range(n)),
                                anchor="free", gravity=np.zeros(3))
