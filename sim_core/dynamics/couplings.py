@@ -45,13 +45,14 @@ measured ~1e-11, ball joints and bending springs); with contacts the solution's 
 the predicted one and the balance holds to O(the contacts' change of w_mid * theta) -- the
 contacts do work of their own anyway.  With ``[contact] turn_passes`` the step solves the turns
 and the contacts together (``step.turn_passes``: the couplings taken again at the solve's turns,
-``residual_at``, ``contact_system``, until the coupled system holds with the contacts).
-Not converged (links turning ~1 rad a step: a ball-joint chain of 10 links, or the 160-link chain with its bending springs, at T = 10 ms):
-the best iterate, the energy then not exact -- such a chain gains energy and blows up, later
-and slower than with the start-of-step maps (measured, 160 links at 10 ms: exact for 1.5 s,
-then ~2e3 of the swing's energy at 2 s, where the old maps reached 1e28).  The arm's grasp
-(``systems.arm.system``) keeps the start-of-step map (``anchor_map``, ``potential_terms``):
-its arithmetic, and the scenarios' figures, are unchanged.
+``residual_at``, ``contact_system``, until the coupled system holds with the contacts).  Not
+converged (links turning ~1 rad a step: a ball-joint chain of 10 links, or the 160-link chain
+with its bending springs, at T = 10 ms): the best iterate, the energy then not exact -- such a
+chain gains energy and blows up, later and slower than with the start-of-step maps (measured,
+160 links at 10 ms: exact for 1.5 s, then ~2e3 of the swing's energy at 2 s, where the old maps
+reached 1e28).  The arm's grasp (``systems.arm.system``) keeps the start-of-step map
+(``anchor_map``, ``potential_terms``): its arithmetic, and the scenarios' figures, are
+unchanged.
 
 **Frames** (``Couplings.frame``).  FRAME_WORLD (0, or frame None): K, D diagonal in world axes,
 everything above, the kernels unchanged.  FRAME_ANCHOR (1): diagonal in a's anchor frame R_ga
