@@ -1321,8 +1321,9 @@ def contact_system(cp: Couplings, p_w, R_wb, V, Vb, T: float, A, r):
     """(M (B,6,6), rhs_M (B,6), M_ab (c,6,6)): the linear system a contact pass solves at the
     iterate Vb, r = ``residual_at`` there:  M V+ = M Vb + r + (contacts).  M is the bodies'
     blocks A plus each coupling's Newton part projected onto its positive semi-definite part
-    (``_semidefinite``), so M is symmetric and the contacts' Delassus operator positive
-    semi-definite like A(theta)'s.  Where the passes converge (V+ = Vb) the coupled system holds
+    (``_semidefinite``): M - A is symmetric positive semi-definite, so M is A's kind (A's own
+    skew part is the bodies' Coriolis term) and the contacts' Delassus operator is as definite
+    as A(theta)'s.  Where the passes converge (V+ = Vb) the coupled system holds
     exactly with the contacts, whatever M is; M only sets how fast they get there (docs/cable.md
     "Turns with the contacts": the Newton matrix itself turns indefinite under a compressed
     joint, and the contact kernels then diverge; A(theta) alone, a fixed point in the turns,
