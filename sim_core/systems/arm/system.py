@@ -48,6 +48,18 @@ class ArmFold:
     grip_turn: np.ndarray | None = None  # the gripper spring's latch after this step
 
 
+@dataclass
+class ArmPrep:
+    """``ArmSystem.prepare``'s result: the grasp at the start of the step, and the fold's terms
+    that do not depend on the bodies' blocks, formed at the step's first fold and kept for the
+    folds after it (``step.turn_passes`` folds the arm again each pass)."""
+    J: np.ndarray                  # (6,nv) the tool Jacobian
+    e: np.ndarray                  # (6,) [m; rad] the grasp's pose error tool - grasp, world axes
+    G: np.ndarray                  # (6,6) the held body's twist -> its grasp frame's twist
+    e_dot: np.ndarray              # (6,) the error's rate at the start of the step
+    terms: tuple | None = None     # ``ArmSystem._terms``, once formed
+
+
 @dataclass(frozen=True)
 class ArmSystem:
     """The arm of a world: a Panda holding body ``body``, and how (all constant)."""
@@ -80,30 +92,38 @@ class ArmSystem:
         e_dot = J @ sub.qd - G @ state.V[held]
         # as a drive's F0 - B V_k: the spring plus the midpoint damping K T / 2 + D
         blocks.pull[held] += G.T @ (self.K_c * e + (self.K_c * dt / 2 + self.D_c) * e_dot)
-        return J, e, G, e_dot
+        return ArmPrep(J, e, G, e_dot)
 
-    def fold(self, model, state, sub: ArmState, inp, dt: float, prep, blocks) -> ArmFold:
-        """The arm folded into the held body's block (in place), on its active set."""
+    def _terms(self, sub: ArmState, inp, dt: float, prep: ArmPrep) -> tuple:
+        """The fold's terms that do not depend on the bodies' blocks: the arm's PMI block, the
+        controller's linearization, the grasp's potential terms and ``couplings.fold``'s solve
+        with no joint saturated."""
         arm, i = self.arm, self.body
-        J, e, G, e_dot = prep
         A_a, b_a = arm.system(sub.q, sub.qd, dt, np.zeros(arm.nv), np.zeros((arm.nv, arm.nv)))
         R_ts, p_ts = grasp_pose(self, inp.R_set_w[i], inp.p_set_w[i])
         V_set = np.concatenate([inp.v_set_w[i], inp.w_set_w[i]])
         tau0, B, home, turn = control.linearize(arm, sub.q, sub.qd, dt, R_ts, p_ts, V_set, self.gains,
                                                 sub.flange_home, sub.grip_turn)
         H = np.diag(0.5 * (self.K_c * dt / 2 + self.D_c))
-        F0 = self.K_c * e + H @ e_dot
-        JHJ, GHG, C, r_add, b_add = couplings.potential_terms(J, G, H, F0)
-        A_p = blocks.A[i] + GHG
-        b_p = blocks.b[i] + b_add
+        F0 = self.K_c * prep.e + H @ prep.e_dot
+        JHJ, GHG, C, r_add, b_add = couplings.potential_terms(prep.J, prep.G, H, F0)
         S_free = A_a + JHJ
         r_a_free = b_a + r_add
-        JHG = -C
-        # the body's free velocity with the arm's controller, then the arm's active set there.
         # X is ``couplings.fold``'s own solve with no joint saturated (S = Sc, r_a = r_a_free +
         # tau0): the usual step's fold reuses it
-        Sc = S_free + B
-        X = np.linalg.solve(Sc, np.column_stack([JHG, r_a_free + tau0]))
+        X = np.linalg.solve(S_free + B, np.column_stack([-C, r_a_free + tau0]))
+        return tau0, B, home, turn, GHG, C, b_add, S_free, r_a_free, X
+
+    def fold(self, model, state, sub: ArmState, inp, dt: float, prep: ArmPrep, blocks) -> ArmFold:
+        """The arm folded into the held body's block (in place), on its active set."""
+        arm, i = self.arm, self.body
+        if prep.terms is None:
+            prep.terms = self._terms(sub, inp, dt, prep)
+        tau0, B, home, turn, GHG, C, b_add, S_free, r_a_free, X = prep.terms
+        A_p = blocks.A[i] + GHG
+        b_p = blocks.b[i] + b_add
+        JHG = -C
+        # the body's free velocity with the arm's controller, then the arm's active set there
         Ap_eff = A_p - JHG.T @ X[:, :-1]
         bp_eff = b_p + JHG.T @ X[:, -1]
         V_guess = np.linalg.solve(Ap_eff, bp_eff)
@@ -116,6 +136,7 @@ class ArmSystem:
         r_a = r_a_free + np.where(sat, act["tau_sat"], tau0)
         blocks.A[i], blocks.b[i], folded = couplings.fold(A_p, b_p, S, r_a, C, fixed, v_fix,
                                                           X=None if sat.any() else X)
+        e = prep.e
         return ArmFold(folded, sat, act["tau_sat"], tau0, B, math.sqrt(float(e[:3].dot(e[:3]))), home, turn)
 
     def advance(self, model, sub: ArmState, fd: ArmFold, V_next, dt: float):
