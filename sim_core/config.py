@@ -450,7 +450,8 @@ def validate(raw: dict, src: str) -> dict:
         if cfg["scenario"]["task"] == "cable_winding" and cfg["contact"]["subsystems"] > cfg["cable"]["links"]:
             raise ConfigError(f"contact.subsystems: must be <= cable.links ({cfg['cable']['links']}), "
                               f"got {cfg['contact']['subsystems']}")
-        if cfg["contact"]["turn_passes"] and cfg["contact"]["island_solver"].startswith("subsystems"):
+        from sim_core.contact.island_solvers import NEEDS_TURNS  # here, as _check_law: config loads without the solvers
+        if cfg["contact"]["turn_passes"] and cfg["contact"]["island_solver"] in NEEDS_TURNS:
             raise ConfigError(f"contact.turn_passes: must be 0 with island_solver "
                               f"{cfg['contact']['island_solver']!r} (its cut couplings are taken at the predicted "
                               f"turns), got {cfg['contact']['turn_passes']}")

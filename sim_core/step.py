@@ -178,6 +178,11 @@ def cspace_row(model: Model, state: State):
     return None
 
 
+def fold_systems(model: Model, state: State, inp: Inputs, dt: float, preps, blk) -> list:
+    """Each system folded into the bodies' blocks `blk` (in place): its ``System.fold`` results."""
+    return [s.fold(model, state, sub, inp, dt, prep, blk) for s, sub, prep in zip(model.systems, state.systems, preps)]
+
+
 def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
          splits: int | None = None) -> tuple[State, StepInfo]:
     """One step of `dt` (the model's by default).  `splits`: how many more times it may be
@@ -206,8 +211,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
         if model.contact.island_solver in island_solvers.NEEDS_TURNS:
             theta = turned
     lin = (blk.A.copy(), blk.b.copy(), A_ab) if passes else None   # the system the solve sees, systems not in
-    folds = [s.fold(model, state, sub, inp, dt, prep, blk)
-             for s, sub, prep in zip(model.systems, state.systems, preps)]
+    folds = fold_systems(model, state, inp, dt, preps, blk)
     laps.lap("systems")
     c = found.contacts
     on = c.bodies()
@@ -270,7 +274,7 @@ def turn_passes(model: Model, state: State, inp: Inputs, c: Contacts, on: np.nda
         R = r - couplings._residual(*lin[:2], cp.a, cp.b, lin[2], Vb)
         res = float(np.abs(R).max()) if np.all(np.isfinite(R)) else np.inf
         if best is None or res < best[0]:
-            best = (res, sol, folds, k)
+            best = (res, sol, folds)
         gmax = float(np.abs(sol.generalized).max())
         if (k == model.contact.turn_passes or res <= TURN_PASS_TOL * gmax or res > best[0]
                 or not math.isfinite(res) or (k == 0 and gmax == 0.0)):
@@ -278,8 +282,7 @@ def turn_passes(model: Model, state: State, inp: Inputs, c: Contacts, on: np.nda
         M, rhs, M_ab = couplings.contact_system(cp, state.p_w, state.R_wb, state.V, Vb, dt, bodies[0], r)
         lin = (M, rhs, M_ab)
         blk.A[...], blk.b[...] = M, rhs
-        folds = [s.fold(model, state, sub, inp, dt, prep, blk)
-                 for s, sub, prep in zip(model.systems, state.systems, preps)]
+        folds = fold_systems(model, state, inp, dt, preps, blk)
         warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, budget)
         sol = solve(model, replace(state, warm=warm), c, on, blk, M_ab, row, dt)
         done = k + 1

@@ -14,7 +14,7 @@ import pytest
 
 from sim_core import config
 from sim_core import step as step_mod
-from sim_core.dynamics import couplings
+from sim_core.dynamics import blocktree, couplings
 from sim_core.scenarios import scenario
 from sim_core.systems import rigid
 
@@ -85,7 +85,6 @@ def test_contact_system_is_symmetric_semi_definite_and_keeps_a_solution():
     r = couplings.residual_at(cp, state.p_w, state.R_wb, state.V, Vn, dt, blk.A, blk.b)
     assert np.abs(r).max() <= 1e-6 * np.abs(b1).max()              # the turns' own solution
     M, rhs, M_ab = couplings.contact_system(cp, state.p_w, state.R_wb, state.V, Vn, dt, blk.A, r)
-    from sim_core.dynamics import blocktree
     w = cp.a >= 0
     P = (blocktree.matrix(M - blk.A, cp.a[w], cp.b[w], M_ab[w], M_ab[w].transpose(0, 2, 1))).toarray()
     scale = np.abs(P).max()
