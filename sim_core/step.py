@@ -132,9 +132,8 @@ def collide(model: Model, state: State, dt: float, pull: np.ndarray | None = Non
         n_cont += len(found)
     if groups:
         laps.lap("detection")
-    for k, pair in enumerate(model.pairs):
-        if grouped[k]:
-            continue
+    for k in np.flatnonzero(~grouped).tolist():   # the pairs no group holds
+        pair = model.pairs[k]
         a, b = model.shapes[pair.a], model.shapes[pair.b]
         pose_a, pose_b = shapes.pose(state, a.body), shapes.pose(state, b.body)
         # the pair's material: its band at detection (materials.pair_params), its index on the contacts

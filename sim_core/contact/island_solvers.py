@@ -539,9 +539,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     if nc:
         glob = np.empty(2 * nc, np.int64)
         glob[0::2], glob[1::2] = cp.a[gk], cp.b[gk]
-        one = subset(cp, gk)
-        one = type(one)(**{**{f.name: getattr(one, f.name) for f in fields(one)},
-                           "a": np.arange(0, 2 * nc, 2, dtype=np.int64), "b": np.arange(1, 2 * nc, 2, dtype=np.int64)})
+        one = _cut_alone(cp, gk)
         Az, rz = np.zeros((2 * nc, 6, 6)), np.zeros((2 * nc, 6))
         Aab_c, _ = couplings.apply(one, state.p_w[glob], state.R_wb[glob], state.V[glob], dt, Az, rz, theta[glob])
         scale = max(1.0, float(np.abs(A_ab[cut]).max()))
@@ -621,6 +619,21 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     forces = np.einsum("mij,mj->mi", Cf, lam)
     sol = Solution(V.ravel(), lam, forces, gen, int(passes), capped=bool(capped), cut=F_by_coupling(len(kc), cut, F))
     return sol, V.ravel(), gen
+
+
+def _cut_alone(cp, gk) -> couplings.Couplings:
+    """The cut couplings gk of cp, each between bodies 2j, 2j+1 of its own (``subsystems``' zero
+    blocks), kept on cp for the next step while the cut is the same: a Couplings is constant,
+    and the kernels' caches on it (``couplings._kinds``) then persist too."""
+    got = cp.__dict__.get("_cut_cache")
+    if got is not None and np.array_equal(got[0], gk):
+        return got[1]
+    one = subset(cp, gk)
+    nc = gk.size
+    one = type(one)(**{**{f.name: getattr(one, f.name) for f in fields(one)},
+                       "a": np.arange(0, 2 * nc, 2, dtype=np.int64), "b": np.arange(1, 2 * nc, 2, dtype=np.int64)})
+    object.__setattr__(cp, "_cut_cache", (gk.copy(), one))
+    return one
 
 
 @njit(cache=True)
