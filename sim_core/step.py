@@ -198,7 +198,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     cp = model.couplings
     # theta (B,3) rad: the bodies' turns over the step, what a subsystem solver needs to take a cut
     # coupling's terms out (island_solvers); newton: the turns' Newton matrix, kept for the next step
-    theta = newton = None
+    theta = newton = turned = None
     passes = model.contact.turn_passes if cp is not None and len(cp) else 0
     bodies = (blk.A.copy(), blk.b.copy()) if passes else None      # the bodies' blocks, no couplings yet
     if cp is None or len(cp) == 0:
@@ -206,7 +206,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     else:                          # the couplings' terms at the turns, from the last step's Newton matrix
         turned, _, (blk.A[...], blk.b[...], A_ab, _), newton = couplings.turns(
             cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b,
-            newton=None if state.warm is None else state.warm.newton)
+            newton=None if state.warm is None else state.warm.newton,
+            start=None if state.warm is None else state.warm.turns)
         if model.contact.island_solver in island_solvers.NEEDS_TURNS:
             theta = turned
     lin = (blk.A.copy(), blk.b.copy(), A_ab) if passes else None   # the system the solve sees, systems not in
@@ -221,7 +222,7 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     laps.lap("solving")
     if impacts.should_split(model, found.nodes, state, sol.V, dt, splits):
         return halves(model, state, inp, dt, splits - 1)
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton)
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton, turned)
     Vn = sol.V.reshape(model.n_bodies, 6)
     p, R = rigid.advance(state, Vn, dt)
     if sol.shift is not None:              # compliant contacts: the closed form's displacement

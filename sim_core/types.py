@@ -177,6 +177,8 @@ class Warm:
     # (J (B,6,6), J_ab (c,6,6), J_ba (c,6,6)): the couplings' last Newton matrix (``couplings.turns``),
     # which the next step's passes start with; None: formed afresh
     newton: tuple | None = None
+    turns: np.ndarray | None = None   # (B,3) rad, body axes: the step's turns (``couplings.turns``), where the
+                                      # next step's first fixed-turn solve starts; None: at T w_k
 
 
 def _batched(a, tail: tuple) -> np.ndarray:

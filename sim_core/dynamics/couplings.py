@@ -1234,7 +1234,8 @@ def _tree(cp: Couplings, nb: int, a, b):
     return got[1]
 
 
-def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER, newton=None):
+def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER, newton=None,
+          start=None):
     """(theta (B,3), passes, (A, rhs, A_ab, e) at theta, newton): every body's turn T w_mid over
     the step (rad, body axes) in the contact-free coupled system A(theta) V+ = b(theta),
     theta = T (w_k + w+)/2 (module docstring): one solve with theta = T w_k, then Newton's
@@ -1246,11 +1247,15 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     ``newton`` (J (B,6,6), J_ab, J_ba (c,6,6)): a Newton matrix to start the passes with -- the
     one this returns, kept from the step before (``types.Warm.newton``).  A matrix is formed
     afresh only when a pass contracted slower than NEWTON_CONTRACTION: the answer is the same to
-    TURN_TOL, only the number of matrices differs (docs/cable.md "Step cost")."""
+    TURN_TOL, only the number of matrices differs (docs/cable.md "Step cost").
+
+    ``start`` (B,3): the turns the first solve takes -- the last step's (``types.Warm.turns``),
+    nearer this step's than T w_k where the links' rates ring from step to step (the wound
+    cable: T w_k off by 1-2x the turns, the last step's by 4-9 %); None: T w_k."""
     T = float(T)
     framed = _kinds(cp).framed
     static = local_statics(cp, p_w, R_wb)      # the poses are the step's: every terms call shares it
-    theta = T * V[:, 3:]
+    theta = T * V[:, 3:] if start is None or start.shape != V[:, 3:].shape else start
     A1, b1 = A.copy(), rhs.copy()
     Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1, static)
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
