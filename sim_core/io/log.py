@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from mcap.exceptions import EndOfFile
+from mcap.reader import SeekingReader
 from mcap.records import Channel, Message
 from mcap.stream_reader import StreamReader
 
@@ -210,11 +211,26 @@ def _decode(rec_bytes: bytes) -> list:
             return out
 
 
+def _chunk_starts(data: bytes) -> list:
+    """The chunks' byte offsets, ascending, from the file's summary (its chunk indexes): where
+    the walk can pick up again past a damaged record header.  [] where the summary is not
+    readable (damaged too, or none written)."""
+    try:
+        summary = SeekingReader(io.BytesIO(data), validate_crcs=True).get_summary()
+    except Exception:  # noqa: BLE001 - any failure means no usable summary
+        return []
+    if summary is None:
+        return []
+    return sorted(int(c.chunk_start_offset) for c in summary.chunk_indexes)
+
+
 def read_log(path: Path | str) -> Log:
     """Read every record, checking each chunk's CRC.  A record that is complete but damaged
     (a CRC or format error) is listed in ``corrupt`` and the records after it are still read;
     a file that ends inside a record was cut (``truncated``: everything before the cut is
-    read).  The top-level records are walked here (opcode, length, body) so one bad chunk
+    read) -- unless it ends with its closing magic, as only a finished file does: a record
+    whose length runs past the end is then a damaged header (listed in ``corrupt``), and the
+    walk picks up at the next chunk the summary's chunk index names.  The top-level records are walked here (opcode, length, body) so one bad chunk
     does not hide the rest; the mcap package decodes each record with its CRCs checked."""
     path = Path(path)
     try:
@@ -229,6 +245,8 @@ def read_log(path: Path | str) -> Log:
     pos, end = 8, len(data)
     closed = False                   # the footer or the closing magic read: the file is whole
     lost = False                     # a damaged record length: the rest of the file unreadable
+    whole = len(data) >= 16 and data[-8:] == MAGIC     # the writer finished it (a cut file has no end magic)
+    starts = None                    # the chunks' offsets from the summary, read at the first damaged length
     while pos < end:
         if data[pos:pos + 8] == MAGIC and pos + 8 == end:           # the closing magic
             closed = True
@@ -239,9 +257,17 @@ def read_log(path: Path | str) -> Log:
         op = data[pos]
         length = int.from_bytes(data[pos + 1:pos + 9], "little")
         if pos + 9 + length > end:
-            if length > MAX_RECORD:  # no writer makes a record this large: the header is damaged
-                log.corrupt.append(f"byte {pos}: record length {length} exceeds the file; "
-                                   "the records after it cannot be found")
+            # a record running past the end: a cut -- unless the file ends as a finished one does
+            # (its closing magic) or no writer makes a record this large: then the header is damaged
+            if length > MAX_RECORD or whole:
+                if starts is None:
+                    starts = _chunk_starts(data)
+                nxt = next((c for c in starts if c > pos), None)
+                log.corrupt.append(f"byte {pos}: record length {length} runs past the file's end; " + (
+                    f"read on from the next chunk at byte {nxt}" if nxt else "the records after it cannot be found"))
+                if nxt is not None:
+                    pos = nxt
+                    continue
                 lost = True
             else:
                 log.truncated, log.error = True, f"cut at byte {end}, inside a record of {length} bytes"
