@@ -230,8 +230,9 @@ def read_log(path: Path | str) -> Log:
     a file that ends inside a record was cut (``truncated``: everything before the cut is
     read) -- unless it ends with its closing magic, as only a finished file does: a record
     whose length runs past the end is then a damaged header (listed in ``corrupt``), and the
-    walk picks up at the next chunk the summary's chunk index names.  The top-level records are walked here (opcode, length, body) so one bad chunk
-    does not hide the rest; the mcap package decodes each record with its CRCs checked."""
+    walk picks up at the next chunk the summary's chunk index names.  The top-level records
+    are walked here (opcode, length, body) so one bad chunk does not hide the rest; the mcap
+    package decodes each record with its CRCs checked."""
     path = Path(path)
     try:
         data = path.read_bytes()
