@@ -60,7 +60,7 @@ x_w = -(a + x).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numba import njit
@@ -77,6 +77,9 @@ MAX_LLOYD = 30               # k-means iterations per step
 SOLVER_ITERATIONS = 200
 SEAT_TOUCH = 10e-6           # m: the plug touches the seat within this gap, and its plastic stop may
                              # leave it this far in (module text)
+MISSED_DEPTH = 1e-6          # m: a point left out of the candidates that the solved step carries
+                             # deeper than this into the plug is added (``_missed``); the
+                             # candidates' own linearization leaves them ~0.1-1 um in
 SOLVER_TOL = 1e-6            # N: natural residual (the forces are ~1-100 N)
 
 
@@ -142,6 +145,8 @@ class SnapState:
     qd: np.ndarray               # (2, r) their rates
     p: np.ndarray                # (3,) m, the plug frame's origin, world
     V: np.ndarray                # (3,) m/s, the plug's velocity
+    speed: np.ndarray | None = None  # (2, k) m/s, the surface points' speeds over the last step (its
+                                     # travel / T: the midpoint rates'; None: at rest)
 
 
 @dataclass
@@ -211,33 +216,102 @@ def start(model: SnapModel, p0) -> SnapState:
     return SnapState(0.0, np.zeros((2, r)), np.zeros((2, r)), np.asarray(p0, float).copy(), np.zeros(3))
 
 
-def _detect(model: SnapModel, state: SnapState):
-    """The candidate points, side 0's then side 1's: (side (n,) int, node index (n,) int, gap (n,) m,
-    outward normal (n, 3) world)."""
+def _distances(model: SnapModel, q: np.ndarray, p: np.ndarray, reach: float):
+    """The surface points' signed distances to the plug with the prongs at modal coordinates q
+    (2, r) and the plug's origin at p (3,): (d (2, k) m, inf beyond `reach` of the plug's box;
+    outward normals in the profile's plane g (2, k, 2) [x z]; positions in the plug's frame rel
+    (2, k, 3))."""
     k = len(model.X_contact)
-    u = (state.q @ model.PsT).reshape(2, k, 3)                     # (2, k, 3) local: one BLAS product
-    reach = model.band + 2.0 * model.T * float(np.linalg.norm(state.V))   # the plug's travel this step, and more
+    u = (q @ model.PsT).reshape(2, k, 3)                     # (2, k, 3) local: one BLAS product
     rel, rel_xz = np.empty((2 * k, 3)), np.empty((2 * k, 2))
-    near_box = _relative(u, model.X_contact, model.spacing, state.p, *model.plug_polygons, reach, rel, rel_xz)
+    near_box = _relative(u, model.X_contact, model.spacing, p, *model.plug_polygons, reach, rel, rel_xz)
     d, g = np.full(2 * k, np.inf), np.zeros((2 * k, 2))   # beyond reach of the plug's box: d >= reach
+    d[near_box], g[near_box] = _plug_sdf(model, rel, rel_xz, near_box, reach)
+    return d.reshape(2, k), g.reshape(2, k, 2), rel.reshape(2, k, 3)
+
+
+def _plug_sdf(model: SnapModel, rel: np.ndarray, rel_xz: np.ndarray, idx: np.ndarray, band: float):
+    """(d (n,), g (n, 2)) of the plug's signed distance at the points idx of rel (2k, 3) / rel_xz."""
     if model.sdf is None:
-        dc, gc = np.empty(len(near_box)), np.empty((len(near_box), 2))
-        union_sdf(rel_xz[near_box], *model.plug_polygons, dc, gc)         # = plug_sdf
-    else:                # the network: normals only within reach (NaN beyond, where nothing reads them)
-        dc, gc = model.sdf.query(rel[near_box], band=reach)
-        gc = gc[:, [0, 2]]                   # the profile does not change along y: no y part
-    d[near_box], g[near_box] = dc, gc
-    d, g, rel = d.reshape(2, k), g.reshape(2, k, 2), rel.reshape(2, k, 3)
+        dc, gc = np.empty(len(idx)), np.empty((len(idx), 2))
+        union_sdf(rel_xz[idx], *model.plug_polygons, dc, gc)         # = plug_sdf
+        return dc, gc
+    dc, gc = model.sdf.query(rel[idx], band=band)  # the network: normals only within band (NaN beyond)
+    return dc, gc[:, [0, 2]]                       # the profile does not change along y: no y part
+
+
+def _detect(model: SnapModel, state: SnapState):
+    """``_detected``'s candidates: (side (n,) int, node index (n,) int, gap (n,) m, outward normal
+    (n, 3) world)."""
+    return _detected(model, state, _reach(model, state))[:4]
+
+
+def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray):
+    """The candidate points, side 0's then side 1's, and every point's distance: (side (n,) int,
+    node index (n,) int, gap (n,) m, outward normal (n, 3) world, d (2, k) m (inf beyond reach of
+    the plug's box)).
+
+    A point is a candidate within the band plus twice what the two sides may travel this step:
+    the plug at its speed, and the point itself as far as it went in the last step
+    (``SnapState.speed``).  The points' own part matters once the prongs ring: after a fast click,
+    or the plug's blow on the hooks from below after a rebound off the seat, a point of the
+    hooks moves up to ~1 mm a step, far past the 0.2 mm band; with the plug's travel alone it
+    was first found inside the plug, up to 447 um deep (the batch insertion at 475 mm/s).  Not
+    the step's free travel (stage 1): for a prong held deflected by the plug it is the stiff
+    modes' swing through their loaded shape, ~1 mm a step while nothing moves, and that reach
+    spread the representatives over the whole prong (3 -> 23-55 um deep at the shipped speed).
+    A point that starts moving within the step (a hook let go by the head) is caught after the
+    solve (``_missed``)."""
+    d, g, rel = _distances(model, state.q, state.p, float(np.max(reach_pt)))
     picked = []
     for s in (0, 1):
-        near = np.flatnonzero(d[s] < reach)
+        near = np.flatnonzero(d[s] < reach_pt[s])
         if len(near) > model.clusters:
             near = near[_representatives(rel[s, near], g[s, near], d[s, near], model.clusters)]
         picked.append(near)
+    return (*_candidates(picked, d, g), d)
+
+
+def _reach(model: SnapModel, state: SnapState) -> np.ndarray:
+    """(2, k) m: each surface point's reach (``_detect``)."""
+    k = len(model.X_contact)
+    reach = np.full((2, k), model.band + 2.0 * model.T * float(np.linalg.norm(state.V)))   # the plug's travel, and more
+    if state.speed is not None:                                   # each point's own
+        reach += 2.0 * model.T * state.speed
+    return reach
+
+
+def _speeds(model: SnapModel, qh: np.ndarray) -> np.ndarray:
+    """(2, k) m/s: the surface points' speeds at the prongs' modal rates qh (2, r)."""
+    u = (qh @ model.PsT).reshape(2, len(model.X_contact), 3)
+    return np.sqrt(np.einsum("ski,ski->sk", u, u))     # np.linalg.norm's, in a third of its time
+
+
+def _candidates(picked, d, g):
+    """(side, node, gap, normal (n, 3) world) of the points picked per side [(n0,), (n1,)]."""
     side = np.repeat(np.arange(2), [len(picked[0]), len(picked[1])])
-    node = np.concatenate(picked)
+    node = np.concatenate(picked).astype(np.int64)
     gn = g[side, node]
     return side, node, d[side, node], np.stack([gn[:, 0], np.zeros(len(node)), gn[:, 1]], axis=1)
+
+
+def _missed(model: SnapModel, state: SnapState, q1: np.ndarray, p1: np.ndarray, side, node):
+    """The points the detection left out that end the step inside the plug (prongs at q1, plug at
+    p1): (side, node, gap, normal) at the step's start, as ``_detect``'s, at most ``clusters``
+    per side (the deepest at the end of each cluster), or None when there are none."""
+    d1, _, _ = _distances(model, q1, p1, 0.0)
+    inside = d1 < -MISSED_DEPTH
+    inside[side, node] = False
+    if not inside.any():
+        return None
+    d0, g0, rel0 = _distances(model, state.q, state.p, np.inf)
+    picked = []
+    for s in (0, 1):
+        near = np.flatnonzero(inside[s])
+        if len(near) > model.clusters:
+            near = near[_representatives(rel0[s, near], g0[s, near], d1[s, near], model.clusters)]
+        picked.append(near)
+    return _candidates(picked, d0, g0)
 
 
 @njit(cache=True)
@@ -304,6 +378,8 @@ class Solved:
     m: int                       # contacts solved (representatives and the seat)
     sweeps: int
     residual: float              # N
+    resolved: int = 0            # points the detection missed that the step's check added (``_missed``)
+    speed: np.ndarray | None = None   # (2, k) m/s, the surface points' speeds over the step
 
 
 def free_rates(model: SnapModel, state: SnapState) -> np.ndarray:
@@ -316,9 +392,38 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     """Stages 2-5: detection, representatives, the Delassus operator and the solve, for a plug
     whose end-of-step velocity is V_free + A_inv F (A_inv (3, 3) m/(N s): how a force on it moves
     it -- the admittance's here, the core's body block (with the arm folded in, if it holds the
-    plug) in ``socket.SnapSocket``)."""
+    plug) in ``socket.SnapSocket``).  Then the check: a point the detection left out that the
+    solved step carries inside the plug joins the candidates, and the step is solved again, once
+    (``_missed``: a hook let go by the head springs in within the step, up to ~0.5 mm, and was
+    found 24 um inside the neck the next step at 300-950 mm/s insertions)."""
+    side, node, gap, nrm, d = _detected(model, state, _reach(model, state))
+    sol = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free)
+    qh, V1, speed = _moved(model, sol, qh_free, A_inv, V_free)
+    T = model.T
+    closest = d - T * (speed + float(np.linalg.norm(0.5 * (state.V + V1))))   # each point's end distance, at least
+    closest[side, node] = np.inf
+    if closest.min() > -MISSED_DEPTH:               # no point left out can end that deep in
+        return replace(sol, speed=speed)
+    q1, p1 = state.q + T * qh, state.p + 0.5 * T * (state.V + V1)   # advance_prongs', the core's
+    extra = _missed(model, state, q1, p1, side, node)
+    if extra is None:
+        return replace(sol, speed=speed)
+    side, node, gap, nrm = (np.concatenate([a, b]) for a, b in zip((side, node, gap, nrm), extra))
+    again = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free)
+    return replace(again, penetration=sol.penetration, resolved=len(extra[0]),
+                   speed=_moved(model, again, qh_free, A_inv, V_free)[2])
+
+
+def _moved(model: SnapModel, sol: Solved, qh_free, A_inv, V_free):
+    """What the solved forces do over the step: (the prongs' midpoint modal rates (2, r), the
+    plug's end velocity (3,) m/s, the surface points' speeds (2, k) m/s)."""
+    qh = sol.phi / model.modal.mhat + qh_free
+    return qh, V_free + np.asarray(A_inv, float) @ sol.F_plug, _speeds(model, qh)
+
+
+def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_inv, V_free) -> Solved:
+    """Stages 4-5 for the candidates (side, node, gap, nrm) of ``_detect`` and the seat."""
     mp, T = model.modal, model.T
-    side, node, gap, nrm = _detect(model, state)
     nc = len(node)
     seat_gap = state.p[2] - model.seat_z
     m = nc + (1 if seat_gap < model.band + 2.0 * T * max(0.0, -state.V[2]) else 0)
@@ -458,7 +563,7 @@ def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo
     q1, qd1, floor, tip = advance_prongs(model, state, qh_free, sol)                  # 6. integration
     V1 = (b_pl + sol.F_plug) / A_pl
     p1 = state.p + 0.5 * T * (state.V + V1)
-    return (SnapState(state.t + T, q1, qd1, p1, V1),
+    return (SnapState(state.t + T, q1, qd1, p1, V1, sol.speed),
             SnapInfo(sol.F_plug, floor, sol.penetration, sol.m, sol.sweeps, sol.residual, tip))
 
 
