@@ -183,7 +183,8 @@ def _run_hand(P, S, m, J, p, R, V, W, budget, beta, iterations, tol, m_h, k_h, b
         else:
             v_dev = xd.copy()
             w_dev = axis * phid
-        f, F, B = coupling_kernel(P, S, x, R_dev, v_dev, w_dev, False, p, R, V, W, T, 1.0)
+        # np.bool_(False): a literal False is a second specialization of the kernel (~10 s cold)
+        f, F, B = coupling_kernel(P, S, x, R_dev, v_dev, w_dev, np.bool_(False), p, R, V, W, T, 1.0)
         energy[j] = S.scal[ENERGY]
         work_cap[j] = S.scal[WORK_CAP]
         f_dev[j] = f

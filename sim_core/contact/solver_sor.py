@@ -430,7 +430,7 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
         jbest, wbest = -1, tol                 # the most violated row outside the set
         if seed:                               # the seeded set first, nothing added
             seed = False
-            if _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, -1, n, k, k + 1):
+            if _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, np.int64(-1), n, k, k + 1):
                 continue
             for q in range(k):                 # dependent rows among the seed: start empty
                 inP[q] = False
@@ -458,7 +458,8 @@ def _subspace(G, AG, V, lam, bn, mu, nexp, modes, NC, AN, bC, lamC, cspace, addi
             blocked[jbest] = True
             continue
         inP[jbest] = True
-        _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, jbest, n, k, LH_INNER)
+        # np.int64: literals would make more specializations of the helper (``sor``)
+        _lh_inner(inP, P, D, have, Mw, sP, c, x, C, R, col, dV, blocked, jbest, n, k, np.int64(LH_INNER))
     if not ok:
         return lamC, False
     V[:] = Vf + dV
@@ -576,7 +577,9 @@ def _gauss(M, r, k):
 def sor(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0):
     """``sor_with`` with a subspace step every ``SUBSPACE_EVERY`` sweeps; its first six
     results (mu (m,) per contact)."""
-    return sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0, SUBSPACE_EVERY)[:6]
+    # np.int64: the global is a compile-time Literal[int](4), a second specialization of sor_with
+    # beside the int64 one its callers with another `every` make (one more cold compile)
+    return sor_with(G, A_inv, V_free, bn, mu, alpha, iterations, tol, lam0, NC, bC, lamC0, np.int64(SUBSPACE_EVERY))[:6]
 
 
 @njit(cache=True)

@@ -630,8 +630,10 @@ def local_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, A
     c = b.shape[0]
     Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
     ra_, rb_ = np.zeros((c, 6)), np.zeros((c, 6))
-    _local_terms_range(0, c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force, Da, Db,
-                       ra_, rb_, st_e, st_L, st_u, cached)
+    # np.int64(0), not 0: a literal 0 is typed Literal[int](0), a second specialization of the
+    # range kernel beside the parallel kernel's (int64, int64) -- one more cold compile (~20 s)
+    _local_terms_range(np.int64(0), c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, theta, T, Aab, err, force,
+                       Da, Db, ra_, rb_, st_e, st_L, st_u, cached)
     _gather(a, b, frame, Da, Db, ra_, rb_, A, rhs)
 
 
@@ -851,7 +853,8 @@ def local_newton_terms(a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, 
     c = b.shape[0]
     Da, Db = np.zeros((c, 6, 6)), np.zeros((c, 6, 6))
     zc, zb = np.zeros((c, 6)), np.zeros((A.shape[0], 6))   # no right-hand sides here
-    _local_newton_range(0, c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, Jab, Jba, Da, Db)
+    _local_newton_range(np.int64(0), c, a, b, r_a, R_a, r_b, R_b, K, D, frame, p_w, R_wb, V, Vn, theta, T, Jab, Jba,
+                        Da, Db)                    # np.int64(0): one specialization (``local_terms``)
     _gather(a, b, frame, Da, Db, zc, zc, A, zb)
 
 
