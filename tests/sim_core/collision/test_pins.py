@@ -16,6 +16,7 @@ BAND = 2e-3                            # m, report gaps below this (to see near 
 POSES = 10_000
 CLOSED_FORM_TOL = 1e-9                 # m: the issue's bound (rounding is ~1e-16 m)
 RIM_TOL = 1e-6                         # m: the issue's bound against the brute force
+RIM_GRID = 4096                        # rim points in each of the brute force's grids
 
 
 def _rot(rng):
@@ -62,8 +63,10 @@ def wall_closed_form(E, rho, R_ws, p_ws, c_s):
 
 def rim_brute_force(A, B, R_ws, p_ws, c_s):
     """Least distance from the segment [A, B] to the rim circle and the rim point: 4,096 rim
-    points, then golden-section refinement around the best (each rim point's distance to the
-    segment is closed form)."""
+    points, then twice 4,096 more across the best one's neighbours (each rim point's distance
+    to the segment is closed form): the last grid's spacing is 6e-12 m of rim, far below
+    ``RIM_TOL``.  (A golden-section search took 80 scalar NumPy calls a pose, 34 s for the
+    10,000 poses; the grids take 3 vector calls.)"""
     centre = R_ws @ np.array([c_s[0], c_s[1], 0.0]) + p_ws
     ex, ey = R_ws[:, 0], R_ws[:, 1]
     D = B - A
@@ -73,18 +76,13 @@ def rim_brute_force(A, B, R_ws, p_ws, c_s):
         t = np.clip(((R - A) @ D) / (D @ D), 0.0, 1.0)
         return np.linalg.norm(A + t[..., None] * D - R, axis=-1), R
 
-    th = np.linspace(0, 2 * np.pi, 4096, endpoint=False)
-    k = int(np.argmin(dist(th)[0]))
-    lo, hi = th[k] - 2 * np.pi / 4096, th[k] + 2 * np.pi / 4096
-    g = (math.sqrt(5) - 1) / 2
-    for _ in range(80):
-        m1, m2 = hi - g * (hi - lo), lo + g * (hi - lo)
-        if dist(np.array(m1))[0] < dist(np.array(m2))[0]:
-            hi = m2
-        else:
-            lo = m1
-    dd, R = dist(np.array(0.5 * (lo + hi)))
-    return float(dd), R
+    th = np.linspace(0, 2 * np.pi, RIM_GRID, endpoint=False)
+    for _ in range(3):
+        dd, R = dist(th)
+        k = int(np.argmin(dd))
+        step = th[1] - th[0]
+        th = np.linspace(th[k] - step, th[k] + step, RIM_GRID)
+    return float(dd[k]), R[k]
 
 
 @pytest.fixture(scope="module")
