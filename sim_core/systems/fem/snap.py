@@ -263,13 +263,7 @@ def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray):
     A point that starts moving within the step (a hook let go by the head) is caught after the
     solve (``_missed``)."""
     d, g, rel = _distances(model, state.q, state.p, float(np.max(reach_pt)))
-    picked = []
-    for s in (0, 1):
-        near = np.flatnonzero(d[s] < reach_pt[s])
-        if len(near) > model.clusters:
-            near = near[_representatives(rel[s, near], g[s, near], d[s, near], model.clusters)]
-        picked.append(near)
-    return (*_candidates(picked, d, g), d)
+    return (*_candidates(_pick(model, d < reach_pt, rel, g, d), d, g), d)
 
 
 def _reach(model: SnapModel, state: SnapState) -> np.ndarray:
@@ -287,10 +281,22 @@ def _speeds(model: SnapModel, qh: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ski,ski->sk", u, u))     # np.linalg.norm's, in a third of its time
 
 
+def _pick(model: SnapModel, near: np.ndarray, rel: np.ndarray, g: np.ndarray, depth: np.ndarray) -> list:
+    """Per side, the indices of the points `near` (2, k) bool -- all of them, or where more than
+    ``clusters``, the deepest by `depth` (2, k) of each cluster (``_representatives``)."""
+    picked = []
+    for s in (0, 1):
+        idx = np.flatnonzero(near[s])
+        if len(idx) > model.clusters:
+            idx = idx[_representatives(rel[s, idx], g[s, idx], depth[s, idx], model.clusters)]
+        picked.append(idx)
+    return picked
+
+
 def _candidates(picked, d, g):
     """(side, node, gap, normal (n, 3) world) of the points picked per side [(n0,), (n1,)]."""
     side = np.repeat(np.arange(2), [len(picked[0]), len(picked[1])])
-    node = np.concatenate(picked).astype(np.int64)
+    node = np.concatenate(picked)
     gn = g[side, node]
     return side, node, d[side, node], np.stack([gn[:, 0], np.zeros(len(node)), gn[:, 1]], axis=1)
 
@@ -305,13 +311,7 @@ def _missed(model: SnapModel, state: SnapState, q1: np.ndarray, p1: np.ndarray, 
     if not inside.any():
         return None
     d0, g0, rel0 = _distances(model, state.q, state.p, np.inf)
-    picked = []
-    for s in (0, 1):
-        near = np.flatnonzero(inside[s])
-        if len(near) > model.clusters:
-            near = near[_representatives(rel0[s, near], g0[s, near], d1[s, near], model.clusters)]
-        picked.append(near)
-    return _candidates(picked, d0, g0)
+    return _candidates(_pick(model, inside, rel0, g0, d1), d0, g0)
 
 
 @njit(cache=True)
@@ -378,7 +378,6 @@ class Solved:
     m: int                       # contacts solved (representatives and the seat)
     sweeps: int
     residual: float              # N
-    resolved: int = 0            # points the detection missed that the step's check added (``_missed``)
     speed: np.ndarray | None = None   # (2, k) m/s, the surface points' speeds over the step
 
 
@@ -410,8 +409,7 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
         return replace(sol, speed=speed)
     side, node, gap, nrm = (np.concatenate([a, b]) for a, b in zip((side, node, gap, nrm), extra))
     again = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free)
-    return replace(again, penetration=sol.penetration, resolved=len(extra[0]),
-                   speed=_moved(model, again, qh_free, A_inv, V_free)[2])
+    return replace(again, penetration=sol.penetration, speed=_moved(model, again, qh_free, A_inv, V_free)[2])
 
 
 def _moved(model: SnapModel, sol: Solved, qh_free, A_inv, V_free):
