@@ -174,8 +174,8 @@ class Warm:
                                       # have not given back: what a penetration push-out may still spend
     cut: np.ndarray | None = None     # (c,6) [N; N m] per coupling of Model.couplings: the force a subsystem
                                       # solver found in a cut coupling (contact.island_solvers), else zero
-    # (J (B,6,6), J_ab (c,6,6), J_ba (c,6,6)): the couplings' last Newton matrix (``couplings.turns``),
-    # which the next step's passes start with; None: formed afresh
+    # (J (B,6,6), J_ab (c,6,6), J_ba (c,6,6), its factorization): the couplings' last Newton matrix
+    # (``couplings.turns``), which the next step's passes start with; None: formed afresh
     newton: tuple | None = None
     turns: np.ndarray | None = None   # (B,3) rad, body axes: the step's turns (``couplings.turns``), where the
                                       # next step's first fixed-turn solve starts; None: at T w_k

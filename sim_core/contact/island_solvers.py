@@ -135,15 +135,44 @@ def partition(k: int, n_s: int, body, other, split: str = "links") -> np.ndarray
         run = np.unique(run, return_inverse=True)[1].reshape(k)   # no empty runs
         n_s = int(run.max()) + 1
     elif split == "links":
-        big = k % n_s                              # np.array_split's runs: the first k % n_s one longer
-        run = np.repeat(np.arange(n_s), np.where(np.arange(n_s) < big, k // n_s + 1, k // n_s))
+        run = _even_runs(k, n_s)
     else:
         raise ValueError(f"subsystem split {split!r}: expected one of {', '.join(SPLITS)}")
-    keep = np.ones(max(n_s - 1, 0), bool)          # keep[j]: runs j and j+1 stay apart
-    both = other >= 0
-    for lo, hi in zip(np.minimum(run[body[both]], run[other[both]]), np.maximum(run[body[both]], run[other[both]])):
-        keep[lo:hi] = False
-    return np.concatenate([[0], np.cumsum(keep)])[run]
+    return _merged(run, n_s, body, other)
+
+
+@njit(cache=True)
+def _even_runs(k, n_s):
+    """(k,) np.array_split's runs of k bodies into n_s: the first k % n_s one longer."""
+    run = np.empty(k, np.int64)
+    big, i = k % n_s, 0
+    for j in range(n_s):
+        for _ in range(k // n_s + (1 if j < big else 0)):
+            run[i] = j
+            i += 1
+    return run
+
+
+@njit(cache=True)
+def _merged(run, n_s, body, other):
+    """``partition``'s runs with those a contact between two of their bodies spans merged into
+    one, numbered from 0: runs j and j+1 stay apart where no contact's [lo, hi) covers j."""
+    over = np.zeros(n_s + 1, np.int64)             # contacts starting at j less those ending there
+    for i in range(body.shape[0]):
+        if other[i] >= 0:
+            lo, hi = min(run[body[i]], run[other[i]]), max(run[body[i]], run[other[i]])
+            over[lo] += 1
+            over[hi] -= 1
+    label = np.empty(n_s, np.int64)
+    label[0] = 0
+    span = 0
+    for j in range(n_s - 1):
+        span += over[j]
+        label[j + 1] = label[j] + (1 if span == 0 else 0)
+    out = np.empty(run.shape[0], np.int64)
+    for i in range(run.shape[0]):
+        out[i] = label[run[i]]
+    return out
 
 
 @njit(cache=True)
@@ -256,16 +285,25 @@ def _ends(s, c_off, end_off, e_off, R, lam, y):
             y[e0 + e, r] = acc
 
 
-def thread_bins(c_off, threads: int, cost=None) -> np.ndarray:
+@njit(cache=True)
+def thread_bins(cost, threads):
     """(threads, L) the subsystems each thread takes (-1 pads), dealt largest first to the
-    least loaded thread; `cost` (ns,) what each costs (default: a contact sweep, ~(3 m_s)^2).
+    least loaded thread; `cost` (ns,) what each costs (a contact sweep: ``sweep_cost``).
     The contacts sit where the cable touches: on the winding, 4 of 8 equal runs of links held
     them all, and numba's static split of ``prange(ns)`` gave one thread all four (2 threads
     ran 0.92x as fast as 1).  No result depends on the bins: the subsystems' work is
     independent."""
-    ns = len(c_off) - 1
-    cost = (3.0 * np.diff(c_off)) ** 2 + 1.0 if cost is None else np.asarray(cost, float)
-    return _deal(np.argsort(-cost, kind="stable"), cost, max(1, min(int(threads), ns)))
+    return _deal(np.argsort(-cost, kind="mergesort"), cost, max(1, min(threads, cost.shape[0])))
+
+
+@njit(cache=True)
+def sweep_cost(c_off):
+    """(ns,) a subsystem's contact sweep, ~(3 m_s)^2 (``thread_bins``)."""
+    ns = c_off.shape[0] - 1
+    cost = np.empty(ns)
+    for s in range(ns):
+        cost[s] = (3.0 * (c_off[s + 1] - c_off[s])) ** 2 + 1.0
+    return cost
 
 
 @njit(cache=True)
@@ -542,49 +580,34 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         one = _cut_alone(cp, gk)
         Az, rz = np.zeros((2 * nc, 6, 6)), np.zeros((2 * nc, 6))
         Aab_c, _ = couplings.apply(one, state.p_w[glob], state.R_wb[glob], state.V[glob], dt, Az, rz, theta[glob])
-        scale = max(1.0, float(np.abs(A_ab[cut]).max()))
-        if np.abs(Aab_c - A_ab[cut]).max() > 1e-9 * scale:
+        bad = _cut_split(Az, rz, Aab_c, np.ascontiguousarray(A_ab[cut]), a[cut], b[cut], A_loc, b_loc, H_inv,
+                         Gb_eq, F0)
+        if bad == -2:
             raise ValueError(f"island solver {name!r}: a cut coupling's terms differ from the step's "
                              "(theta is not the step's turns)")
-        H = 0.5 * (Az[0::2] + Az[0::2].transpose(0, 2, 1))
-        lo = np.linalg.eigvalsh(H)                 # (nc,6) ascending: H must be positive definite
-        bad = np.flatnonzero(lo[:, 0] <= 1e-12 * np.maximum(lo[:, -1], 1e-300))
-        if bad.size:
-            raise ValueError(f"island solver {name!r}: cut coupling {int(gk[bad[0]])} has no stiffness or damping "
+        if bad >= 0:
+            raise ValueError(f"island solver {name!r}: cut coupling {int(gk[bad])} has no stiffness or damping "
                              "in some row (H = A_aa not positive definite): a ball joint cannot be cut; "
                              "use island_solver 'direct' or stiffen the coupling")
-        H_inv = np.linalg.inv(H)
-        Gb_eq = -H_inv @ A_ab[cut]
-        F0 = -rz[0::2]
-        np.subtract.at(A_loc, a[cut], Az[0::2])
-        np.subtract.at(A_loc, b[cut], Az[1::2])
-        np.subtract.at(b_loc, a[cut], rz[0::2])
-        np.subtract.at(b_loc, b[cut], rz[1::2])
     inner = np.ones(len(kc), bool)
     inner[cut] = False
     if m:
         Gb, Go, Cf = frames.contact_rows(sub.x_w, sub.n_w, body, other, state.p_w[g], state.R_wb[g])
     else:
         Gb, Go, Cf = np.zeros((0, 3, 6)), np.zeros((0, 3, 6)), np.zeros((0, 3, 3))
-    by = np.argsort(label[body], kind="stable")     # the contacts, subsystem by subsystem
-    c_off = np.searchsorted(label[body][by], np.arange(ns + 1)).astype(np.int64)
-    # each cut coupling's two ends, subsystem by subsystem: its body and its block of P^T there
-    # (I at a, -G_b^T at b)
-    end_sub = np.concatenate([label[a[cut]], label[b[cut]]])
-    order = np.argsort(end_sub, kind="stable")
-    end_cut = np.concatenate([np.arange(nc), np.arange(nc)])[order].astype(np.int64)
-    end_body = np.concatenate([a[cut], b[cut]])[order].astype(np.int64)
-    end_M = np.concatenate([np.tile(np.eye(6), (nc, 1, 1)), -Gb_eq.transpose(0, 2, 1)])[order]
-    end_off = np.searchsorted(end_sub[order], np.arange(ns + 1)).astype(np.int64)
+    # the contacts subsystem by subsystem (by, c_off); each cut coupling's two ends subsystem by
+    # subsystem (end_off): its index, body and block of P^T there (I at a, -G_b^T at b)
+    plan = _plan(label, ns, a, b, inner, body, other, cut, Gb_eq, numba.get_num_threads())
+    by, c_off, end_cut, end_body, end_M, end_off = plan[:6]
     S, U = np.zeros((6 * nc, 6 * nc)), np.ascontiguousarray((H_inv @ F0[:, :, None])[:, :, 0])
     if blocktree.tree(k, a, b)[0]:                 # a chain, a tree: Algorithm 1 lines 2-10 in parallel
-        prep = _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
-                                 end_cut, end_body, end_M, end_off)
+        prep = _prepare_parallel(plan, A_loc, b_loc, A_ab, Gb, Go)
     else:                                          # a loop in the couplings: each subsystem by a sparse LU
         prep = _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
                                end_cut, end_body, end_M, end_off)
     W_all, E_all, R_all, ufree, Q, q, q_off, recover = prep
-    _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U)
+    S_inv = np.empty((nc, 6, 6))                   # S's diagonal blocks inverted (eq. (13)'s sweep)
+    _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U, S_inv)
     lam = np.zeros((m, 3))
     passes, capped = 0, False
     F = np.zeros((nc, 6))
@@ -601,16 +624,12 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         bn = np.where(d >= 0.0, np.minimum(0.0, -2.0 * d / dt - u_prev),       # solver_pgs.normal_targets
                       np.minimum(-beta * d / dt, -u_prev))
         lam0 = solver_sor.warm_start(sub, Cf, warm)[0]
-        sizes = 3 * np.diff(c_off)
-        w_off = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
-        n_e = np.diff(end_off)
-        e_off = np.concatenate([[0], np.cumsum(sizes * 6 * n_e)]).astype(np.int64)
-        S_inv = np.linalg.inv(S.reshape(nc, 6, nc, 6)[np.arange(nc), :, np.arange(nc), :])   # S's diagonal blocks
+        w_off, e_off = plan[13], plan[14]
         lam_s, F, passes, capped, _ = iterate(
             c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
             bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
             p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha,
-            thread_bins(c_off, numba.get_num_threads()), FREEZE_UNDONE)
+            plan[20], FREEZE_UNDONE)
         lam[by] = lam_s
     V = recover(lam[by], F)
     gen = np.zeros(6 * k)
@@ -637,9 +656,10 @@ def _cut_alone(cp, gk) -> couplings.Couplings:
 
 
 @njit(cache=True)
-def _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U):
+def _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U, S_inv):
     """S += each subsystem's share P_s A_s^-1 P_s^T (Q, at q_off), then H^-1 on its diagonal;
-    U += P_s A_s^-1 B_s (q), in place, subsystem by subsystem."""
+    U += P_s A_s^-1 B_s (q), in place, subsystem by subsystem; S_inv (nc,6,6): S's diagonal
+    blocks inverted."""
     for s in range(end_off.shape[0] - 1):
         e0, ne = end_off[s], end_off[s + 1] - end_off[s]
         Qs = Q[q_off[s]:q_off[s] + 36 * ne * ne].reshape((6 * ne, 6 * ne))
@@ -656,29 +676,148 @@ def _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U):
         for p in range(6):
             for r in range(6):
                 S[6 * j + p, 6 * j + r] += H_inv[j, p, r]
+        S_inv[j] = np.linalg.inv(S[6 * j:6 * j + 6, 6 * j:6 * j + 6].copy())
 
 
-def _offsets(sizes) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+@njit(cache=True)
+def _stable_order(key, n):
+    """(order, off): np.argsort(key, kind="stable") of keys 0..n-1 (a counting sort) and where
+    each key's run starts in it (n+1,)."""
+    off = np.zeros(n + 1, np.int64)
+    for i in range(key.shape[0]):
+        off[key[i] + 1] += 1
+    for j in range(n):
+        off[j + 1] += off[j]
+    pos = off[:n].copy()
+    order = np.empty(key.shape[0], np.int64)
+    for i in range(key.shape[0]):
+        order[pos[key[i]]] = i
+        pos[key[i]] += 1
+    return order, off
 
 
-def _layout(label, ns, a, b, inner, body, other, by, c_off, end_off):
-    """The subsystems' index arrays for the kernels: body runs b_off, each subsystem's inner
-    couplings (ia, ib local to it, rows `rows` of A_ab) with offsets i_off, the contacts' bodies
-    local to their subsystem, and the flat outputs' offsets."""
-    b_off = np.searchsorted(label, np.arange(ns + 1)).astype(np.int64)   # runs: label is sorted
-    idx = np.flatnonzero(inner)
-    idx = idx[np.argsort(label[a[idx]], kind="stable")]
-    i_off = np.searchsorted(label[a[idx]], np.arange(ns + 1)).astype(np.int64)
-    first = b_off[label]
-    ia, ib = (a[idx] - first[a[idx]]).astype(np.int64), (b[idx] - first[b[idx]]).astype(np.int64)
-    cb = (body[by] - first[body[by]]).astype(np.int64)
-    ob = other[by]
-    co = np.where(ob >= 0, ob - first[np.maximum(ob, 0)], -1).astype(np.int64)
-    ms, ne, ks = np.diff(c_off), np.diff(end_off), np.diff(b_off)
-    r = 1 + 3 * ms + 6 * ne
-    return (b_off, idx, i_off, ia, ib, cb, co, _offsets(9 * ms * ms), _offsets(18 * ms * ne), _offsets(36 * ne * ne),
-            _offsets(6 * ks * r))
+@njit(cache=True)
+def _offsets(sizes):
+    out = np.zeros(sizes.shape[0] + 1, np.int64)
+    for j in range(sizes.shape[0]):
+        out[j + 1] = out[j] + sizes[j]
+    return out
+
+
+@njit(cache=True)
+def _cut_split(Az, rz, Aab_c, Aab, ca, cb, A_loc, b_loc, H_inv, Gb_eq, F0):
+    """``subsystems``' cut couplings, each as F = F0 + H (G_a V_a - G_b V_b): from its terms alone
+    (A_aa, A_bb at Az[2j], Az[2j+1], rz likewise, A_ab = Aab_c) H = A_aa (symmetrized), H_inv,
+    G_b's equivalent -H^-1 A_ab and F0 = -r_a into the outputs; its terms taken out of the
+    island's blocks A_loc, b_loc (every a-end, then every b-end).  Returns -1; -2 where Aab_c is
+    not the step's Aab (beyond 1e-9 of the largest: other turns); j where H_j is not positive
+    definite (its least eigenvalue <= 1e-12 of its largest)."""
+    nc = Aab.shape[0]
+    big, diff = 1.0, 0.0
+    for j in range(nc):
+        for p in range(6):
+            for q in range(6):
+                big = max(big, abs(Aab[j, p, q]))
+                diff = max(diff, abs(Aab_c[j, p, q] - Aab[j, p, q]))
+    if diff > 1e-9 * big:
+        return -2
+    H = np.empty((6, 6))
+    for j in range(nc):
+        for p in range(6):
+            for q in range(6):
+                H[p, q] = 0.5 * (Az[2 * j, p, q] + Az[2 * j, q, p])
+        w = np.linalg.eigvalsh(H)
+        if w[0] <= 1e-12 * max(w[5], 1e-300):
+            return j
+        Hi = np.linalg.inv(H)
+        for p in range(6):
+            F0[j, p] = -rz[2 * j, p]
+            for q in range(6):
+                H_inv[j, p, q] = Hi[p, q]
+                v = 0.0
+                for r in range(6):
+                    v += Hi[p, r] * Aab[j, r, q]
+                Gb_eq[j, p, q] = -v
+    for end in range(2):
+        for j in range(nc):
+            body = ca[j] if end == 0 else cb[j]
+            for p in range(6):
+                b_loc[body, p] -= rz[2 * j + end, p]
+                for q in range(6):
+                    A_loc[body, p, q] -= Az[2 * j + end, p, q]
+    return -1
+
+
+@njit(cache=True)
+def _plan(label, ns, a, b, inner, body, other, cut, Gb_eq, threads):
+    """``subsystems``' index arrays (the kernels' layout), every subsystem's in one pass:
+    by, c_off (the contacts subsystem by subsystem), end_cut, end_body, end_M, end_off (each cut
+    coupling's two ends subsystem by subsystem: its index, body and block of P^T there -- I at
+    a, -G_b^T at b), b_off (the body runs), idx, i_off, ia, ib (each subsystem's inner couplings,
+    local bodies), cb, co (the contacts' bodies local to their subsystem, -1 the world), the
+    flat outputs' offsets w_off, e_off, q_off, x_off, end_local (the ends' bodies local), and the
+    subsystems dealt to the `threads` (``thread_bins``) by the cost of their setup, their
+    recovery and their contact sweep."""
+    m, nc = body.shape[0], cut.shape[0]
+    key = np.empty(m, np.int64)
+    for i in range(m):
+        key[i] = label[body[i]]
+    by, c_off = _stable_order(key, ns)
+    ekey = np.empty(2 * nc, np.int64)
+    for j in range(nc):
+        ekey[j] = label[a[cut[j]]]
+        ekey[nc + j] = label[b[cut[j]]]
+    order, end_off = _stable_order(ekey, ns)
+    end_cut, end_body = np.empty(2 * nc, np.int64), np.empty(2 * nc, np.int64)
+    end_M = np.zeros((2 * nc, 6, 6))
+    for e in range(2 * nc):
+        i = order[e]
+        j = i if i < nc else i - nc
+        end_cut[e] = j
+        if i < nc:
+            end_body[e] = a[cut[j]]
+            for p in range(6):
+                end_M[e, p, p] = 1.0
+        else:
+            end_body[e] = b[cut[j]]
+            for p in range(6):
+                for q in range(6):
+                    end_M[e, p, q] = -Gb_eq[j, q, p]
+    b_off = _stable_order(label, ns)[1]            # the runs: label is sorted
+    n_in = 0
+    for c in range(a.shape[0]):
+        n_in += inner[c]
+    idx0, ikey = np.empty(n_in, np.int64), np.empty(n_in, np.int64)
+    n_in = 0
+    for c in range(a.shape[0]):
+        if inner[c]:
+            idx0[n_in] = c
+            ikey[n_in] = label[a[c]]
+            n_in += 1
+    io, i_off = _stable_order(ikey, ns)
+    idx = idx0[io]
+    ia, ib = np.empty(n_in, np.int64), np.empty(n_in, np.int64)
+    for i in range(n_in):
+        ia[i] = a[idx[i]] - b_off[label[a[idx[i]]]]
+        ib[i] = b[idx[i]] - b_off[label[b[idx[i]]]]
+    cb, co = np.empty(m, np.int64), np.empty(m, np.int64)
+    for i in range(m):
+        cb[i] = body[by[i]] - b_off[label[body[by[i]]]]
+        ob = other[by[i]]
+        co[i] = ob - b_off[label[ob]] if ob >= 0 else -1
+    end_local = np.empty(2 * nc, np.int64)
+    for e in range(2 * nc):
+        end_local[e] = end_body[e] - b_off[label[end_body[e]]]
+    sw, se, sq, sx = np.empty(ns, np.int64), np.empty(ns, np.int64), np.empty(ns, np.int64), np.empty(ns, np.int64)
+    setup, back = np.empty(ns), np.empty(ns)
+    for s in range(ns):
+        ms, ne, ks = c_off[s + 1] - c_off[s], end_off[s + 1] - end_off[s], b_off[s + 1] - b_off[s]
+        r = 1 + 3 * ms + 6 * ne                     # X's columns: B, J^T, P^T
+        sw[s], se[s], sq[s], sx[s] = 9 * ms * ms, 18 * ms * ne, 36 * ne * ne, 6 * ks * r
+        setup[s], back[s] = ks * r + 3 * ms * r, ks * r
+    return (by, c_off, end_cut, end_body, end_M, end_off, b_off, idx, i_off, ia, ib, cb, co,
+            _offsets(sw), _offsets(se), _offsets(sq), _offsets(sx), end_local,
+            thread_bins(setup, threads), thread_bins(back, threads), thread_bins(sweep_cost(c_off), threads))
 
 
 @njit(cache=True)
@@ -696,25 +835,28 @@ def _prepare_one(s, b_off, A_loc, b_loc, i_off, ia, ib, Aab, Aba, c_off, Gb, Go,
     _, order, parent, edge = blocktree.tree(ks, a_s, b_s)
     LU, piv, Y = blocktree.factor(A_loc[k0:k0 + ks].copy(), order, parent, edge, a_s, Aab_s, Aba_s)
     r = 1 + 3 * ms + 6 * ne
-    rhs = np.zeros((ks, 6, r))
+    # the right-hand sides are solved where X keeps them; the products go straight into W, E,
+    # u_free (no (k,6,3m), (3m,r) arrays of their own: ~1 MB less to write a step at 160 links)
+    rhs = X[x_off[s]:x_off[s + 1]].reshape((ks, 6, r))
+    rhs[:, :, :] = 0.0
     for i in range(ks):
         for j in range(6):
             rhs[i, j, 0] = b_loc[k0 + i, j]
     Gb_s, Go_s, cb_s, co_s = Gb[c0:c0 + ms].copy(), Go[c0:c0 + ms].copy(), cb[c0:c0 + ms].copy(), co[c0:c0 + ms].copy()
     if ms:
-        rhs[:, :, 1:1 + 3 * ms] = blocktree.scatter(Gb_s, Go_s, cb_s, co_s, ks)
+        blocktree.scatter_into(Gb_s, Go_s, cb_s, co_s, rhs, 1)
     for e in range(ne):
         rhs[end_body[e0 + e], :, 1 + 3 * ms + 6 * e:1 + 3 * ms + 6 * e + 6] = end_M[e0 + e]
     blocktree.solve(LU, piv, Y, order, parent, edge, a_s, Aab_s, Aba_s, rhs)
-    X[x_off[s]:x_off[s + 1]] = rhs.ravel()
     Pt = np.zeros((6 * ne, r))                     # P_s X: the end's block of P is end_M^T
     for e in range(ne):
         Pt[6 * e:6 * e + 6] = end_M[e0 + e].T @ rhs[end_body[e0 + e]]
     if ms:
-        JX = blocktree.gather(Gb_s, Go_s, cb_s, co_s, rhs)
-        ufree[3 * c0:3 * c0 + 3 * ms] = JX[:, 0]
-        W[w_off[s]:w_off[s + 1]].reshape((3 * ms, 3 * ms))[:, :] = JX[:, 1:1 + 3 * ms]
-        E[e_off[s]:e_off[s + 1]].reshape((3 * ms, 6 * ne))[:, :] = JX[:, 1 + 3 * ms:]
+        for out, col0 in ((ufree[3 * c0:3 * c0 + 3 * ms].reshape((3 * ms, 1)), 0),
+                          (W[w_off[s]:w_off[s + 1]].reshape((3 * ms, 3 * ms)), 1),
+                          (E[e_off[s]:e_off[s + 1]].reshape((3 * ms, 6 * ne)), 1 + 3 * ms)):
+            out[:, :] = 0.0
+            blocktree.gather_into(Gb_s, Go_s, cb_s, co_s, rhs, col0, out)
         R[e_off[s]:e_off[s + 1]].reshape((6 * ne, 3 * ms))[:, :] = Pt[:, 1:1 + 3 * ms]
     Q[q_off[s]:q_off[s + 1]].reshape((6 * ne, 6 * ne))[:, :] = Pt[:, 1 + 3 * ms:]
     for e in range(ne):
@@ -765,29 +907,24 @@ def _recover_one(s, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
             V[k0 + i, j] = v
 
 
-def _prepare_parallel(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
-                      end_cut, end_body, end_M, end_off):
-    """Every subsystem's setup in one parallel kernel (``_prepare_all``); returns (W, E, R,
-    u_free, Q, q, q_off, recover(lambda sorted, F) -> V (k,6))."""
-    b_off, idx, i_off, ia, ib, cb, co, w_off, e_off, q_off, x_off = _layout(label, ns, a, b, inner, body, other, by,
-                                                                         c_off, end_off)
+def _prepare_parallel(plan, A_loc, b_loc, A_ab, Gb, Go):
+    """Every subsystem's setup in one parallel kernel (``_prepare_all``) on ``_plan``'s layout;
+    returns (W, E, R, u_free, Q, q, q_off, recover(lambda sorted, F) -> V (k,6))."""
+    (by, c_off, end_cut, _, end_M, end_off, b_off, idx, i_off, ia, ib, cb, co,
+     w_off, e_off, q_off, x_off, end_local, bins, back, _) = plan
     Aab = np.ascontiguousarray(A_ab[idx])
     Aba = np.ascontiguousarray(Aab.transpose(0, 2, 1))
-    eb = (end_body - b_off[label[end_body]]).astype(np.int64) if end_body.size else end_body
     m = by.size
-    W, E, R = np.zeros(w_off[-1]), np.zeros(e_off[-1]), np.zeros(e_off[-1])
-    ufree, Q, q, X = np.zeros(3 * m), np.zeros(q_off[-1]), np.zeros((end_cut.size, 6)), np.zeros(x_off[-1])
-    ms, ks = np.diff(c_off), np.diff(b_off)
-    r = 1 + 3 * ms + 6 * np.diff(end_off)
-    threads = numba.get_num_threads()
-    bins = thread_bins(c_off, threads, ks * r + 3 * ms * r)
+    # every entry is written by its subsystem's _prepare_one
+    W, E, R = np.empty(w_off[-1]), np.empty(e_off[-1]), np.empty(e_off[-1])
+    ufree, Q, q, X = np.empty(3 * m), np.empty(q_off[-1]), np.empty((end_cut.size, 6)), np.empty(x_off[-1])
     _prepare_all(bins, b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), i_off, ia, ib, Aab, Aba, c_off,
-                 np.ascontiguousarray(Gb[by]), np.ascontiguousarray(Go[by]), cb, co, end_off, eb,
-                 np.ascontiguousarray(end_M), w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+                 np.ascontiguousarray(Gb[by]), np.ascontiguousarray(Go[by]), cb, co, end_off, end_local,
+                 end_M, w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
 
     def recover(lam_sorted, F):
         V = np.empty((A_loc.shape[0], 6))
-        _recover(thread_bins(c_off, threads, ks * r), b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
+        _recover(back, b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
         return V
     return W, E, R, ufree, Q, q, q_off, recover
 
@@ -838,7 +975,7 @@ def _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, ot
             V[bs] = np.einsum("ijr,r->ij", X, coef)
         return V
     return _cat(W_parts), _cat(E_parts), _cat(R_parts), ufree, _cat(Q_parts), q, \
-        _offsets([p.size for p in Q_parts]), recover
+        _offsets(np.array([p.size for p in Q_parts], np.int64)), recover
 
 
 def _cat(parts: list) -> np.ndarray:

@@ -256,15 +256,21 @@ def matrix(A_blocks, a, b, A_ab, A_ba):
 def scatter(Gb, Go, body, other, k):
     """G^T (k,6,3m): the contacts' rows as right-hand sides, column 3c+i the transpose of
     contact c's row i (on body[c], and other[c] where it is a body)."""
-    m = Gb.shape[0]
-    out = np.zeros((k, 6, 3 * m))
-    for c in range(m):
+    out = np.zeros((k, 6, 3 * Gb.shape[0]))
+    scatter_into(Gb, Go, body, other, out, 0)
+    return out
+
+
+@njit(cache=True)
+def scatter_into(Gb, Go, body, other, out, col0):
+    """``scatter``'s G^T added into out (k,6,r) at columns col0 .. col0 + 3m (in place: a
+    subsystem's right-hand sides, without a (k,6,3m) array of their own)."""
+    for c in range(Gb.shape[0]):
         for i in range(3):
             for j in range(6):
-                out[body[c], j, 3 * c + i] += Gb[c, i, j]
+                out[body[c], j, col0 + 3 * c + i] += Gb[c, i, j]
                 if other[c] >= 0:
-                    out[other[c], j, 3 * c + i] += Go[c, i, j]
-    return out
+                    out[other[c], j, col0 + 3 * c + i] += Go[c, i, j]
 
 
 @njit(cache=True)
@@ -285,20 +291,27 @@ def spread(Gb, Go, body, other, lam, k):
 @njit(cache=True)
 def gather(Gb, Go, body, other, X):
     """G X (3m, r) for block vectors X (k,6,r)."""
-    m, r = Gb.shape[0], X.shape[2]
-    out = np.zeros((3 * m, r))
-    for c in range(m):
+    out = np.zeros((3 * Gb.shape[0], X.shape[2]))
+    gather_into(Gb, Go, body, other, X, 0, out)
+    return out
+
+
+@njit(cache=True)
+def gather_into(Gb, Go, body, other, X, col0, out):
+    """(G X)'s columns col0 .. col0 + w added into out (3m, w) (in place: a subsystem's W, E and
+    u_free each into its own output, without the whole (3m, r) product)."""
+    w = out.shape[1]
+    for c in range(Gb.shape[0]):
         for i in range(3):
             o = out[3 * c + i]                    # row views: the loops over q vectorize on them
             for j in range(6):
                 f = Gb[c, i, j]
-                x = X[body[c], j]
-                for q in range(r):
+                x = X[body[c], j, col0:col0 + w]
+                for q in range(w):
                     o[q] += f * x[q]
             if other[c] >= 0:
                 for j in range(6):
                     f = Go[c, i, j]
-                    x = X[other[c], j]
-                    for q in range(r):
+                    x = X[other[c], j, col0:col0 + w]
+                    for q in range(w):
                         o[q] += f * x[q]
-    return out

@@ -1204,26 +1204,31 @@ def block_solve(cp: Couplings, A, Jab, Jba, rhs):
     return block_solver(cp, A, Jab, Jba)(rhs)
 
 
-def block_solver(cp: Couplings, A, Jab, Jba):
+def block_solver(cp: Couplings, A, Jab, Jba, fac=None):
     """``block_solve`` factorized once: a function rhs (B,6) -> x (B,6) (Newton's chord passes
-    reuse a matrix, ``turns``)."""
+    reuse a matrix, ``turns``), its factorization at ``.fac`` (None where sparse).  `fac`: that
+    factorization of this same matrix, kept from before (not factorized again)."""
     w = _kinds(cp).inner
     a, b = cp.a[w], cp.b[w]
-    Jab, Jba = Jab[w], Jba[w]                   # integer indexing: contiguous copies
     ok, order, parent, edge = _tree(cp, A.shape[0], a, b)
     if ok:
-        fac = blocktree.factor(A, order, parent, edge, a, Jab, Jba)
+        if fac is None:
+            Jab, Jba = Jab[w], Jba[w]           # integer indexing: contiguous copies
+            fac = (*blocktree.factor(A, order, parent, edge, a, Jab, Jba), Jab, Jba)
+        LU, piv, Y, Jab, Jba = fac
 
         def solve(rhs):
             x = np.ascontiguousarray(rhs).reshape(-1, 6, 1).copy()
-            blocktree.solve(*fac, order, parent, edge, a, Jab, Jba, x)
+            blocktree.solve(LU, piv, Y, order, parent, edge, a, Jab, Jba, x)
             return x.reshape(-1, 6)
+        solve.fac = fac
         return solve
     from scipy.sparse.linalg import spsolve
-    M = blocktree.matrix(A, a, b, Jab, Jba)
+    M = blocktree.matrix(A, a, b, Jab[w], Jba[w])
 
     def solve_sparse(rhs):
         return spsolve(M, rhs.ravel()).reshape(-1, 6)
+    solve_sparse.fac = None
     return solve_sparse
 
 
@@ -1247,10 +1252,12 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     with the smallest Newton step (passes = max_iter; the energy is then not exact); not
     finite: theta = 0, the start-of-step map (passes = -1).
 
-    ``newton`` (J (B,6,6), J_ab, J_ba (c,6,6)): a Newton matrix to start the passes with -- the
-    one this returns, kept from the step before (``types.Warm.newton``).  A matrix is formed
-    afresh only when a pass contracted slower than NEWTON_CONTRACTION: the answer is the same to
-    TURN_TOL, only the number of matrices differs (docs/cable.md "Step cost").
+    ``newton`` (J (B,6,6), J_ab, J_ba (c,6,6), its factorization or None): a Newton matrix to
+    start the passes with -- the one this returns, kept from the step before
+    (``types.Warm.newton``), with its factorization (``block_solver``'s: not formed again, ~0.1
+    ms a step at 160 links).  A matrix is formed afresh only when a pass contracted slower than
+    NEWTON_CONTRACTION: the answer is the same to TURN_TOL, only the number of matrices differs
+    (docs/cable.md "Step cost").
 
     ``start`` (B,3): the turns the first solve takes -- the last step's (``types.Warm.turns``),
     nearer this step's than T w_k where the links' rates ring from step to step (the wound
@@ -1264,22 +1271,24 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
     jac, d, d_last = None, np.inf, np.inf
     if newton is not None and newton[0].shape == A.shape and newton[1].shape[0] == len(cp):
-        jac = block_solver(cp, *newton)
+        jac = block_solver(cp, *newton[:3], fac=newton[3] if len(newton) > 3 else None)
     best = (np.inf, theta, (A1, b1, Aab, e))
-    tried = None                # the line search's accepted trial: this pass's terms already
+    tried = None                # the line search's accepted trial: this pass's terms and residual already
     for it in range(max_iter):
         theta = 0.5 * T * (V[:, 3:] + Vn[:, 3:])
         if tried is not None:
-            A1, b1, Aab, e = tried
+            A1, b1, Aab, e, res = tried
         else:
             A1, b1 = A.copy(), rhs.copy()
             Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1, static)
+            res = None
         if jac is None or d > NEWTON_CONTRACTION * d_last:
             J = A.copy()
             Jab, Jba = _newton(cp, R_wb, p_w, e, V, Vn, theta, T, J)
-            newton = (J, Jab, Jba)
             jac = block_solver(cp, J, Jab, Jba)        # factorized once, reused by the chord passes
-        res = _residual(A1, b1, cp.a, cp.b, Aab, Vn)
+            newton = (J, Jab, Jba, jac.fac)
+        if res is None:
+            res = _residual(A1, b1, cp.a, cp.b, Aab, Vn)
         dV = jac(res)
         d_last, d = d, 0.5 * T * np.abs(dV[:, 3:]).max()
         if not np.isfinite(d):
@@ -1311,13 +1320,15 @@ LINE_HALVINGS = 8
 
 def _line_search(cp, p_w, R_wb, V, T, A, rhs, Vn, dV, s, f0, static=None):
     """(s, terms): the fraction s of the pass dV to take (module docstring, ``turns``) and the
-    couplings' (A, rhs, A_ab, e) at Vn + s dV (None where the last halving was not tried)."""
+    couplings' (A, rhs, A_ab, e) with the residual at Vn + s dV (None where the last halving was
+    not tried)."""
     for _ in range(LINE_HALVINGS):
         Vt = Vn + s * dV
         A1, b1 = A.copy(), rhs.copy()
         Aab, e, _ = terms(cp, p_w, R_wb, V, 0.5 * T * (V[:, 3:] + Vt[:, 3:]), T, A1, b1, static)
-        if np.linalg.norm(_residual(A1, b1, cp.a, cp.b, Aab, Vt)) <= (1.0 - LINE_ARMIJO * s) * f0:
-            return s, (A1, b1, Aab, e)
+        res = _residual(A1, b1, cp.a, cp.b, Aab, Vt)
+        if np.linalg.norm(res) <= (1.0 - LINE_ARMIJO * s) * f0:
+            return s, (A1, b1, Aab, e, res)
         s *= 0.5
     return s, None
 

@@ -104,6 +104,57 @@ def test_partition_binds_runs_joined_by_a_contact():
     assert island_solvers.partition(3, 8, body[:0], other[:0]).tolist() == [0, 1, 2]
 
 
+def _plan_numpy(label, ns, a, b, inner, body, other, cut, Gb_eq):
+    """``island_solvers._plan``'s layout by plain NumPy (stable sorts, searchsorted): the reference."""
+    nc = cut.size
+    by = np.argsort(label[body], kind="stable")
+    c_off = np.searchsorted(label[body][by], np.arange(ns + 1))
+    end_sub = np.concatenate([label[a[cut]], label[b[cut]]])
+    order = np.argsort(end_sub, kind="stable")
+    end_cut = np.concatenate([np.arange(nc), np.arange(nc)])[order]
+    end_body = np.concatenate([a[cut], b[cut]])[order]
+    end_M = np.concatenate([np.tile(np.eye(6), (nc, 1, 1)), -Gb_eq.transpose(0, 2, 1)])[order]
+    end_off = np.searchsorted(end_sub[order], np.arange(ns + 1))
+    b_off = np.searchsorted(label, np.arange(ns + 1))
+    idx = np.flatnonzero(inner)
+    idx = idx[np.argsort(label[a[idx]], kind="stable")]
+    i_off = np.searchsorted(label[a[idx]], np.arange(ns + 1))
+    first = b_off[label]
+    ob = other[by]
+    co = np.where(ob >= 0, ob - first[np.maximum(ob, 0)], -1)
+    ms, ne, ks = np.diff(c_off), np.diff(end_off), np.diff(b_off)
+
+    def off(x):
+        return np.concatenate([[0], np.cumsum(x)])
+    return (by, c_off, end_cut, end_body, end_M, end_off, b_off, idx, i_off, a[idx] - first[a[idx]],
+            b[idx] - first[b[idx]], body[by] - first[body[by]], co, off(9 * ms * ms), off(18 * ms * ne),
+            off(36 * ne * ne), off(6 * ks * (1 + 3 * ms + 6 * ne)), end_body - first[end_body])
+
+
+def test_the_subsystem_layout_matches_plain_numpy():
+    """``_plan`` (one kernel: counting sorts) against ``_plan_numpy`` on random chains with
+    link-world and link-link contacts, every array equal; the threads' bins hold each subsystem
+    once."""
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        k, n_s, m = int(rng.integers(2, 30)), int(rng.integers(1, 9)), int(rng.integers(0, 12))
+        a, b = np.arange(k - 1), np.arange(1, k)
+        body = rng.integers(0, k, m)
+        other = np.where(rng.random(m) < 0.8, -1, rng.integers(0, k, m))
+        label = island_solvers.partition(k, n_s, body, other)
+        ns = int(label.max()) + 1
+        cut = np.flatnonzero(label[a] != label[b])
+        inner = np.ones(k - 1, bool)
+        inner[cut] = False
+        Gb_eq = rng.normal(size=(cut.size, 6, 6))
+        got = island_solvers._plan(label, ns, a, b, inner, body, other, cut, Gb_eq, 2)
+        ref = _plan_numpy(label, ns, a, b, inner, body, other, cut, Gb_eq)
+        for g, r in zip(got, ref):
+            assert g.shape == r.shape and np.array_equal(g, r)
+        for bins in got[-3:]:
+            assert sorted(int(s) for s in bins.ravel() if s >= 0) == list(range(ns))
+
+
 def test_balanced_partition_evens_links_plus_contacts():
     """"balanced": 40 links with 60 contacts on links 0-9 and none beyond: the runs carry about
     the same LINK_WEIGHT per link + contacts (the contacts' runs short, the free cable's long),
@@ -145,12 +196,13 @@ def test_subsystem_iteration_does_not_depend_on_the_threads(drape):
 
 def test_thread_bins_deal_the_largest_subsystems_first():
     c_off = np.array([0, 60, 120, 180, 236, 241, 241, 241, 241])     # the winding's contacts, equal runs
-    bins = island_solvers.thread_bins(c_off, 2)
+    cost = island_solvers.sweep_cost(c_off)
+    assert np.array_equal(cost, (3.0 * np.diff(c_off)) ** 2 + 1.0)
+    bins = island_solvers.thread_bins(cost, 2)
     assert sorted(int(s) for s in bins.ravel() if s >= 0) == list(range(8))
-    cost = (3.0 * np.diff(c_off)) ** 2 + 1.0
     loads = [cost[[s for s in row if s >= 0]].sum() for row in bins]
     assert max(loads) / min(loads) < 1.1                         # the static split gave one thread all four
-    assert island_solvers.thread_bins(c_off, 1).shape[0] == 1
+    assert island_solvers.thread_bins(cost, 1).shape[0] == 1
 
 
 @pytest.mark.slow
