@@ -18,6 +18,7 @@ solver kernel, and returns (Solution, V+ (6k,), G^T lambda (6k,)).
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -580,8 +581,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         one = _cut_alone(cp, gk)
         Az, rz = np.zeros((2 * nc, 6, 6)), np.zeros((2 * nc, 6))
         Aab_c, _ = couplings.apply(one, state.p_w[glob], state.R_wb[glob], state.V[glob], dt, Az, rz, theta[glob])
-        bad = _cut_split(Az, rz, Aab_c, np.ascontiguousarray(A_ab[cut]), a[cut], b[cut], A_loc, b_loc, H_inv,
-                         Gb_eq, F0)
+        bad = _cut_split(Az, rz, Aab_c, A_ab[cut], a[cut], b[cut], A_loc, b_loc, H_inv, Gb_eq, F0)
         if bad == -2:
             raise ValueError(f"island solver {name!r}: a cut coupling's terms differ from the step's "
                              "(theta is not the step's turns)")
@@ -597,7 +597,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         Gb, Go, Cf = np.zeros((0, 3, 6)), np.zeros((0, 3, 6)), np.zeros((0, 3, 3))
     # the contacts subsystem by subsystem (by, c_off); each cut coupling's two ends subsystem by
     # subsystem (end_off): its index, body and block of P^T there (I at a, -G_b^T at b)
-    plan = _plan(label, ns, a, b, inner, body, other, cut, Gb_eq, numba.get_num_threads())
+    plan = Plan(*_plan(label, ns, a, b, inner, body, other, cut, Gb_eq, numba.get_num_threads()))
     by, c_off, end_cut, end_body, end_M, end_off = plan[:6]
     S, U = np.zeros((6 * nc, 6 * nc)), np.ascontiguousarray((H_inv @ F0[:, :, None])[:, :, 0])
     if blocktree.tree(k, a, b)[0]:                 # a chain, a tree: Algorithm 1 lines 2-10 in parallel
@@ -605,9 +605,9 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     else:                                          # a loop in the couplings: each subsystem by a sparse LU
         prep = _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
                                end_cut, end_body, end_M, end_off)
-    W_all, E_all, R_all, ufree, Q, q, q_off, recover = prep
+    W_all, E_all, R_all, ufree, Q, q, recover = prep
     S_inv = np.empty((nc, 6, 6))                   # S's diagonal blocks inverted (eq. (13)'s sweep)
-    _assemble(end_off, end_cut, Q, q_off, q, H_inv, S, U, S_inv)
+    _assemble(end_off, end_cut, Q, plan.q_off, q, H_inv, S, U, S_inv)
     lam = np.zeros((m, 3))
     passes, capped = 0, False
     F = np.zeros((nc, 6))
@@ -624,12 +624,11 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         bn = np.where(d >= 0.0, np.minimum(0.0, -2.0 * d / dt - u_prev),       # solver_pgs.normal_targets
                       np.minimum(-beta * d / dt, -u_prev))
         lam0 = solver_sor.warm_start(sub, Cf, warm)[0]
-        w_off, e_off = plan[13], plan[14]
         lam_s, F, passes, capped, _ = iterate(
-            c_off, w_off, W_all, ufree, e_off, E_all, R_all, end_off, end_cut,
+            c_off, plan.w_off, W_all, ufree, plan.e_off, E_all, R_all, end_off, end_cut,
             bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
             p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha,
-            plan[20], FREEZE_UNDONE)
+            plan.sweep_bins, FREEZE_UNDONE)
         lam[by] = lam_s
     V = recover(lam[by], F)
     gen = np.zeros(6 * k)
@@ -748,16 +747,36 @@ def _cut_split(Az, rz, Aab_c, Aab, ca, cb, A_loc, b_loc, H_inv, Gb_eq, F0):
     return -1
 
 
+class Plan(NamedTuple):
+    """``_plan``'s layout of the subsystems (the kernels return a plain tuple): int64 arrays
+    unless said; offsets (ns+1,) into the flat outputs."""
+    by: np.ndarray          # (m,) the contacts subsystem by subsystem
+    c_off: np.ndarray       # (ns+1,) each subsystem's first contact in `by`'s order
+    end_cut: np.ndarray     # (2nc,) the cut ends subsystem by subsystem: the cut coupling of each
+    end_body: np.ndarray    # (2nc,) its body (island numbering)
+    end_M: np.ndarray       # (2nc,6,6) float, its block of P^T (I at a, -G_b^T at b)
+    end_off: np.ndarray     # (ns+1,) each subsystem's first end
+    b_off: np.ndarray       # (ns+1,) the body runs
+    idx: np.ndarray         # (c_in,) the inner couplings (rows of A_ab) subsystem by subsystem
+    i_off: np.ndarray       # (ns+1,) each subsystem's first inner coupling
+    ia: np.ndarray          # (c_in,) their bodies, local to the subsystem
+    ib: np.ndarray
+    cb: np.ndarray          # (m,) the contacts' bodies local to their subsystem
+    co: np.ndarray          # (m,) their other bodies, local, -1 the world
+    w_off: np.ndarray       # W_s (3m_s x 3m_s)
+    e_off: np.ndarray       # E_s (3m_s x 6n_e), R_s
+    q_off: np.ndarray       # Q_s (6n_e x 6n_e)
+    x_off: np.ndarray       # X_s (k_s x 6 x r_s)
+    end_local: np.ndarray   # (2nc,) the ends' bodies, local
+    setup_bins: np.ndarray  # (threads, L) the subsystems dealt by their setup's cost (``thread_bins``)
+    back_bins: np.ndarray   # ... by their recovery's
+    sweep_bins: np.ndarray  # ... by their contact sweep's
+
+
 @njit(cache=True)
 def _plan(label, ns, a, b, inner, body, other, cut, Gb_eq, threads):
-    """``subsystems``' index arrays (the kernels' layout), every subsystem's in one pass:
-    by, c_off (the contacts subsystem by subsystem), end_cut, end_body, end_M, end_off (each cut
-    coupling's two ends subsystem by subsystem: its index, body and block of P^T there -- I at
-    a, -G_b^T at b), b_off (the body runs), idx, i_off, ia, ib (each subsystem's inner couplings,
-    local bodies), cb, co (the contacts' bodies local to their subsystem, -1 the world), the
-    flat outputs' offsets w_off, e_off, q_off, x_off, end_local (the ends' bodies local), and the
-    subsystems dealt to the `threads` (``thread_bins``) by the cost of their setup, their
-    recovery and their contact sweep."""
+    """``subsystems``' index arrays (the kernels' layout), every subsystem's in one pass: the
+    fields of ``Plan``, in its order; the subsystems dealt to the `threads`."""
     m, nc = body.shape[0], cut.shape[0]
     key = np.empty(m, np.int64)
     for i in range(m):
@@ -907,32 +926,32 @@ def _recover_one(s, b_off, c_off, end_off, end_cut, x_off, X, lam, F, V):
             V[k0 + i, j] = v
 
 
-def _prepare_parallel(plan, A_loc, b_loc, A_ab, Gb, Go):
+def _prepare_parallel(plan: Plan, A_loc, b_loc, A_ab, Gb, Go):
     """Every subsystem's setup in one parallel kernel (``_prepare_all``) on ``_plan``'s layout;
-    returns (W, E, R, u_free, Q, q, q_off, recover(lambda sorted, F) -> V (k,6))."""
-    (by, c_off, end_cut, _, end_M, end_off, b_off, idx, i_off, ia, ib, cb, co,
-     w_off, e_off, q_off, x_off, end_local, bins, back, _) = plan
-    Aab = np.ascontiguousarray(A_ab[idx])
+    returns (W, E, R, u_free, Q, q, recover(lambda sorted, F) -> V (k,6)), at the plan's offsets."""
+    P = plan
+    Aab = np.ascontiguousarray(A_ab[P.idx])
     Aba = np.ascontiguousarray(Aab.transpose(0, 2, 1))
-    m = by.size
     # every entry is written by its subsystem's _prepare_one
-    W, E, R = np.empty(w_off[-1]), np.empty(e_off[-1]), np.empty(e_off[-1])
-    ufree, Q, q, X = np.empty(3 * m), np.empty(q_off[-1]), np.empty((end_cut.size, 6)), np.empty(x_off[-1])
-    _prepare_all(bins, b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), i_off, ia, ib, Aab, Aba, c_off,
-                 np.ascontiguousarray(Gb[by]), np.ascontiguousarray(Go[by]), cb, co, end_off, end_local,
-                 end_M, w_off, e_off, q_off, x_off, W, E, R, ufree, Q, q, X)
+    W, E, R = np.empty(P.w_off[-1]), np.empty(P.e_off[-1]), np.empty(P.e_off[-1])
+    ufree, Q, X = np.empty(3 * P.by.size), np.empty(P.q_off[-1]), np.empty(P.x_off[-1])
+    q = np.empty((P.end_cut.size, 6))
+    _prepare_all(P.setup_bins, P.b_off, np.ascontiguousarray(A_loc), np.ascontiguousarray(b_loc), P.i_off, P.ia, P.ib,
+                 Aab, Aba, P.c_off, np.ascontiguousarray(Gb[P.by]), np.ascontiguousarray(Go[P.by]), P.cb, P.co,
+                 P.end_off, P.end_local, P.end_M, P.w_off, P.e_off, P.q_off, P.x_off, W, E, R, ufree, Q, q, X)
 
     def recover(lam_sorted, F):
         V = np.empty((A_loc.shape[0], 6))
-        _recover(back, b_off, c_off, end_off, end_cut, x_off, X, lam_sorted, F, V)
+        _recover(P.back_bins, P.b_off, P.c_off, P.end_off, P.end_cut, P.x_off, X, lam_sorted, F, V)
         return V
-    return W, E, R, ufree, Q, q, q_off, recover
+    return W, E, R, ufree, Q, q, recover
 
 
 def _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
                     end_cut, end_body, end_M, end_off):
     """``_prepare_parallel`` one subsystem at a time, each factorized by ``factorized`` (a sparse LU
-    where its couplings close a loop)."""
+    where its couplings close a loop); W, E, R, Q concatenated subsystem by subsystem, at
+    ``Plan``'s offsets."""
     k, m = A_loc.shape[0], by.size
     pos = np.empty(k, np.int64)
     W_parts, E_parts, R_parts, Q_parts, ufree = [], [], [], [], np.zeros(3 * m)
@@ -974,8 +993,7 @@ def _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, ot
             coef = np.concatenate([[1.0], lam_sorted[c0:c0 + ms].ravel(), -F[end_cut[e0:e0 + ne]].ravel()])
             V[bs] = np.einsum("ijr,r->ij", X, coef)
         return V
-    return _cat(W_parts), _cat(E_parts), _cat(R_parts), ufree, _cat(Q_parts), q, \
-        _offsets(np.array([p.size for p in Q_parts], np.int64)), recover
+    return _cat(W_parts), _cat(E_parts), _cat(R_parts), ufree, _cat(Q_parts), q, recover
 
 
 def _cat(parts: list) -> np.ndarray:

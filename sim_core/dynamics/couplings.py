@@ -1271,7 +1271,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
     Vn = block_solve(cp, A1, Aab, Aab.transpose(0, 2, 1), b1)
     jac, d, d_last = None, np.inf, np.inf
     if newton is not None and newton[0].shape == A.shape and newton[1].shape[0] == len(cp):
-        jac = block_solver(cp, *newton[:3], fac=newton[3] if len(newton) > 3 else None)
+        jac = block_solver(cp, *newton[:3], fac=newton[3])
     best = (np.inf, theta, (A1, b1, Aab, e))
     tried = None                # the line search's accepted trial: this pass's terms and residual already
     for it in range(max_iter):
