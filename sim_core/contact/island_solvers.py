@@ -600,7 +600,7 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     plan = Plan(*_plan(label, ns, a, b, inner, body, other, cut, Gb_eq, numba.get_num_threads()))
     by, c_off, end_cut, end_body, end_M, end_off = plan[:6]
     S, U = np.zeros((6 * nc, 6 * nc)), np.ascontiguousarray((H_inv @ F0[:, :, None])[:, :, 0])
-    if blocktree.tree(k, a, b)[0]:                 # a chain, a tree: Algorithm 1 lines 2-10 in parallel
+    if _is_tree(k, a, b):                          # a chain, a tree: Algorithm 1 lines 2-10 in parallel
         prep = _prepare_parallel(plan, A_loc, b_loc, A_ab, Gb, Go)
     else:                                          # a loop in the couplings: each subsystem by a sparse LU
         prep = _prepare_serial(label, ns, A_loc, b_loc, a, b, inner, A_ab, Gb, Go, body, other, by, c_off,
@@ -637,6 +637,13 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
     forces = np.einsum("mij,mj->mi", Cf, lam)
     sol = Solution(V.ravel(), lam, forces, gen, int(passes), capped=bool(capped), cut=F_by_coupling(len(kc), cut, F))
     return sol, V.ravel(), gen
+
+
+def _is_tree(k: int, a, b) -> bool:
+    """Whether the island's couplings between its k bodies (a, b) form a forest: then every
+    subsystem is set up on its blocks in parallel (``_prepare_parallel``), else by a sparse LU
+    one at a time (``_prepare_serial``)."""
+    return bool(blocktree.tree(k, a, b)[0])
 
 
 def _cut_alone(cp, gk) -> couplings.Couplings:

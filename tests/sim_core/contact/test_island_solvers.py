@@ -23,6 +23,10 @@ CONVERGED_TOL = 1e-7
 # against converged Solver 1 on a resting step; measured 2e-7 to 8e-6 on steps 90-300 of the drape
 DEFAULTS_TOL = 1e-4
 NO_CONTACT_TOL = 1e-9  # relative: S F = U solved directly, then each subsystem's own solve
+# relative, V, the contact and the cut forces: each subsystem set up by a sparse LU (``_prepare_serial``,
+# an island whose couplings close a loop) against on its blocks (``_prepare_parallel``) -- two exact
+# factorizations of the same blocks, then the same sweeps; measured 1e-15 (V; the forces bit for bit)
+SETUP_PATHS_TOL = 1e-10
 
 
 def _inputs(n):
@@ -89,6 +93,24 @@ def test_without_contacts_solver_2_is_the_direct_solve():
     for n_s in (1, 3, 7):
         got, info = step_mod.step(_with(model, island_solver="subsystems", subsystems=n_s), st, inp, T)
         assert _rel(got.V, ref.V) <= NO_CONTACT_TOL and info.sweeps == 0
+
+
+@pytest.mark.parametrize("name", ["subsystems", "subsystems_regulated"])
+def test_the_sparse_lu_setup_finds_the_block_setups_solution(drape, monkeypatch, name):
+    """The subsystems' setup for an island whose couplings close a loop (a sparse LU per subsystem,
+    ``_prepare_serial``) forced on the drape's chain, against its blocks' setup: the same step."""
+    model, st, inp = drape
+    m = _with(model, island_solver=name, subsystems=4, island_iterations=20_000, island_tolerance=1e-12,
+              regulation_alpha=0.99)
+    ref, iref = step_mod.step(m, st, inp, T)
+    calls = []
+    serial = island_solvers._prepare_serial
+    monkeypatch.setattr(island_solvers, "_is_tree", lambda k, a, b: False)
+    monkeypatch.setattr(island_solvers, "_prepare_serial", lambda *args: calls.append(1) or serial(*args))
+    got, info = step_mod.step(m, st, inp, T)
+    assert calls and not info.capped and np.abs(iref.forces_w).max() > 1e-3
+    for x, x_ref in ((got.V, ref.V), (info.forces_w, iref.forces_w), (got.warm.cut, ref.warm.cut)):
+        assert _rel(x, x_ref) <= SETUP_PATHS_TOL
 
 
 def test_a_ball_joint_cannot_be_cut():
