@@ -28,14 +28,30 @@ def cross(a, b) -> np.ndarray:
 @njit(cache=True)
 def exp_so3(w):
     """Rotation matrix exp(S(w)) (Rodrigues), accurate for small |w|."""
+    out = np.empty((3, 3))
+    exp_so3_into(w, out)
+    return out
+
+
+@njit(cache=True, inline="always")
+def exp_so3_into(w, out):
+    """``exp_so3`` into out (3,3), nothing allocated (a kernel's loop over bodies):
+    I + a S(w) + b S(w)^2 with S(w)^2 = w w^T - |w|^2 I."""
     th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
-    K = skew(w)
     if th2 < 1e-16:
         a, b = 1.0 - th2 / 6.0, 0.5 - th2 / 24.0
     else:
         th = math.sqrt(th2)
         a, b = math.sin(th) / th, (1.0 - math.cos(th)) / th2
-    return np.eye(3) + a * K + b * (K @ K)
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = b * (w[r] * w[c] - (th2 if r == c else 0.0)) + (1.0 if r == c else 0.0)
+    out[0, 1] -= a * w[2]
+    out[1, 0] += a * w[2]
+    out[0, 2] += a * w[1]
+    out[2, 0] -= a * w[1]
+    out[1, 2] -= a * w[0]
+    out[2, 1] += a * w[0]
 
 
 @njit(cache=True)

@@ -249,8 +249,9 @@ def _advance(p, R, V, Vn, T):
     nb = p.shape[0]
     p1 = np.empty((nb, 3))
     R1 = np.empty((nb, 3, 3))
+    w, E = np.empty(3), np.empty((3, 3))
     for i in range(nb):
-        p1[i], R1[i] = pmi.advance(p[i], R[i], V[i], Vn[i], T)
+        pmi.advance_into(p[i], R[i], V[i], Vn[i], T, p1[i], R1[i], w, E)
     return p1, R1
 
 
