@@ -14,6 +14,10 @@ solver kernel, and returns (Solution, V+ (6k,), G^T lambda (6k,)).
 * ``subsystems`` -- Solver 2, seed 002 Algorithm 1 (``subsystems``, derivation there and in
   docs/cable.md "The solvers").
 * ``subsystems_regulated`` -- Solver 3: Solver 2 with the post-regulation of eq. (16).
+Solvers 2 and 3 sweep their own PGS (the seed's), whatever the kernel; with the kernel
+``pgs_subspace`` they also end as it does, on the island's normal forces solved at once
+(``_coupled_normals``: what holds a cable wound under tension, where the sweeps let it sink
+millimetres into the drum).
 """
 from __future__ import annotations
 
@@ -336,7 +340,7 @@ def _copy2(src, dst):
 
 
 @njit(cache=True, parallel=True)
-def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
+def iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
             iterations, tol, regulated, xi, alpha, bins, freeze=True):
     """Algorithm 1's contact loop (lines 11-22): per iteration l, one PGS sweep per subsystem
     in parallel (``_sweep``, eq. (15); the threads take the subsystems of ``thread_bins``),
@@ -346,7 +350,8 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
     updates them with its lambda, and each subsystem's thread first shifts them by the last
     cut force update (``_shift``).  `freeze`: skip the sweeps eq. (16) would undo (below;
     False: sweep every pass, the print's loop, for the tests).  Returns
-    (lambda (m,3), F (nc,6), passes, capped, the passes whose sweeps were skipped)."""
+    (lambda (m,3), F (nc,6), passes, capped, the passes whose sweeps were skipped).  Wt (W's
+    size): W's subsystem blocks transposed, written here (``_coupled_normals`` reads them)."""
     nc = S_inv.shape[0]
     n_end = end_cut.shape[0]
     # No array expressions below: numba makes each one a parallel region of its own, with a
@@ -357,7 +362,6 @@ def iterate(c_off, w_off, W, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
     y = np.empty((n_end, 6))
     y_old = np.empty((n_end, 6))
     u = np.empty(ufree.shape[0])
-    Wt = np.empty(W.shape[0])
     dC = np.empty((nc, 6))
     for t in prange(bins.shape[0]):
         for j in range(bins.shape[1]):
@@ -516,6 +520,255 @@ def _check(c_off, w_off, W, Wt, bn, mu, nexp, e_off, end_off, end_cut, E, R, S_i
     return False
 
 
+# ``_coupled_normals``: principal pivots at most, per contact of the island
+PIVOTS_PER_CONTACT = 3
+# a normal row counts as met within this many m/s per (1 + the largest target): the subspace
+# steps' own tolerance (``solver_sor.LH_TOL``), relative
+NORMALS_TOL = solver_sor.LH_TOL
+
+
+@njit(cache=True)
+def _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, end_cut, r, S, Up, x, F):
+    """``_coupled_normals``' solve on the set inP (m,): x (m,) the set's normal forces (others
+    0) and F (nc,6) with every normal row of the set at its target, the friction held:
+        W_PP x_P - E_P F = r_P  (each subsystem's rows),   S F - R_P x_P = Up,
+    by block elimination: per subsystem X = W_PP^-1 [r_P, E_P] (Ps[s], Xs[s]: its set and X,
+    formed again only where dirty[s], then cleared), the cut forces from
+    (S - sum R_P X_E) F = Up + sum R_P X_r (6 nc unknowns), then x_P = X_r + X_E F.  Returns
+    False where a block or that system is singular, or the solution is not finite."""
+    nc = F.shape[0]
+    K = S.copy()
+    k = Up.ravel().copy()
+    for s in range(c_off.shape[0] - 1):
+        c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        n3 = 3 * ms
+        Rs = R[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((6 * ne, n3))
+        if dirty[s]:
+            dirty[s] = False
+            Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+            Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
+            P = np.empty(ms, np.int64)
+            q = 0
+            for i in range(ms):
+                if inP[c0 + i]:
+                    P[q] = i
+                    q += 1
+            P = P[:q].copy()
+            X = np.zeros((q, 1 + 6 * ne))
+            if q:
+                M = np.empty((q, q))
+                for a in range(q):
+                    for b in range(q):
+                        M[a, b] = Ws[3 * P[a], 3 * P[b]]
+                    X[a, 0] = r[c0 + P[a]]
+                    for j in range(6 * ne):
+                        X[a, 1 + j] = Es[3 * P[a], j]
+                try:                           # dependent rows (a singular block): no solve
+                    Xs[s] = np.ascontiguousarray(np.linalg.solve(M, X))
+                except Exception:  # noqa: BLE001 - numba raises its LinAlgError as Exception
+                    return False
+            else:
+                Xs[s] = X
+            Ps[s] = P
+        P, X = Ps[s], Xs[s]
+        q = P.shape[0]
+        for e in range(ne):
+            j = end_cut[e0 + e]
+            for p in range(6):
+                acc = 0.0
+                for a in range(q):
+                    acc += Rs[6 * e + p, 3 * P[a]] * X[a, 0]
+                k[6 * j + p] += acc
+                for f in range(ne):
+                    i2 = end_cut[e0 + f]
+                    for t in range(6):
+                        acc = 0.0
+                        for a in range(q):
+                            acc += Rs[6 * e + p, 3 * P[a]] * X[a, 1 + 6 * f + t]
+                        K[6 * j + p, 6 * i2 + t] -= acc
+    if nc:
+        try:
+            Fn = np.linalg.solve(K, k)
+        except Exception:  # noqa: BLE001
+            return False
+        for j in range(nc):
+            for p in range(6):
+                F[j, p] = Fn[6 * j + p]
+    for i in range(x.shape[0]):
+        x[i] = 0.0
+    for s in range(c_off.shape[0] - 1):
+        P, X = Ps[s], Xs[s]
+        c0 = c_off[s]
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        for a in range(P.shape[0]):
+            v = X[a, 0]
+            for e in range(ne):
+                for t in range(6):
+                    v += X[a, 1 + 6 * e + t] * F[end_cut[e0 + e], t]
+            x[c0 + P[a]] = v
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F):
+    """``_normals_round`` until a round scales no friction force into its disk (its friction held
+    was then the solution's), at most NORMALS_ROUNDS: (rounds, pivots, met)."""
+    pivots = 0
+    for k in range(NORMALS_ROUNDS):
+        got, ok, scaled = _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
+                                         lam, U, S, F)
+        pivots += got
+        if not ok:
+            return k + 1, pivots, False
+        if not scaled:
+            return k + 1, pivots, True
+    return NORMALS_ROUNDS, pivots, False
+
+
+NORMALS_ROUNDS = 8
+# ``subsystems`` with the pgs_subspace kernel: the passes between its two coupled normal solves,
+# in which the friction answers the new normal forces.  One solve at the end of the sweeps held
+# the 80- and 160-link windings (20-60 um over 7 s) but threw the 40-link coil within 0.25 s
+# (the friction it held was the unconverged sweeps', 0.6 of V off on a captured step); a second
+# solve after 5 / 10 / 15 more passes held it at 0.28 / 0.13 / 0.12 mm, +0.3 / +0.5 / +0.6 ms a
+# step at 160 links (docs/cable.md "Solvers 2 and 3 holding the coil")
+SETTLE_PASSES = 10
+
+
+@njit(cache=True)
+def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F):
+    """The subsystem solvers' end with the ``pgs_subspace`` kernel (``solver_pgs.pgs_subspace``
+    ends its solve the same way, and that step is what holds a stiff chain): every contact's
+    normal force at once, across the subsystems, with the cut forces eliminated and the
+    friction held -- the LCP  0 <= x _|_ D x - c >= 0  of the island's normal rows,
+    D = W_nn - E_n S^-1 R_n (the subsystems' Delassus blocks and the cut couplings' low-rank
+    term, eqs. (11)-(12)), never formed: each set's solve is ``_normals_solve``'s block
+    elimination.  Block principal pivoting (Judice and Pires): the set starts as the contacts
+    with a normal force; every infeasible index (a force < 0 in the set, a row approaching
+    faster than its target outside it) flips while their count falls (three tries more once
+    it does not), then the largest alone (Murty's rule, finite).  Why not the subsystems'
+    own subspace steps with the cut forces held, alternating with the cut forces: the wound
+    coil's hoop mode crosses the cuts, and on the 160-link winding the alternation gained ~1 %
+    a round.  On success lam's normal forces are the solution's, each friction force scaled into
+    its disk where its normal force shrank, and F solves S F = U + C lambda for the final lambda
+    (the cut couplings exact); returns (pivots, True).  Otherwise lam and F are left alone
+    (pivots, False)."""
+    m = bn.shape[0]
+    nc = F.shape[0]
+    ns = c_off.shape[0] - 1
+    lf = lam.copy()                          # the friction alone: the normal forces are the unknowns
+    for i in range(m):
+        lf[i, 0] = 0.0
+    a = np.empty(3 * m)                      # u with the friction alone and no cut force
+    zero = np.zeros((nc, 6))
+    n_end = end_cut.shape[0]
+    y = np.empty((n_end, 6))
+    Up = U.copy()
+    for s in range(ns):
+        _residual(s, c_off, w_off, Wt, ufree, e_off, end_off, end_cut, E, lf, zero, a)
+        _ends(s, c_off, end_off, e_off, R, lf, y)
+    for e in range(n_end):
+        for p in range(6):
+            Up[end_cut[e], p] += y[e, p]
+    r = np.empty(m)
+    scale = 1.0
+    for i in range(m):
+        r[i] = bn[i] - a[3 * i]
+        scale = max(scale, 1.0 + abs(bn[i]))
+    tol = NORMALS_TOL * scale
+    inP = np.empty(m, np.bool_)
+    for i in range(m):
+        inP[i] = lam[i, 0] > 0.0
+    x = np.zeros(m)
+    Fx = np.empty((nc, 6))
+    un = np.empty(m)
+    sub = np.empty(m, np.int64)              # each contact's subsystem
+    for s in range(ns):
+        for i in range(c_off[s], c_off[s + 1]):
+            sub[i] = s
+    dirty = np.ones(ns, np.bool_)
+    Ps = [np.zeros(0, np.int64) for _ in range(ns)]
+    Xs = [np.zeros((0, 1)) for _ in range(ns)]
+    best, tries = m + 1, 3
+    pivots = 0
+    ok = False
+    for _ in range(PIVOTS_PER_CONTACT * m + 1):
+        if not _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, end_cut, r, S, Up, x,
+                              Fx):
+            return pivots, False, False
+        _normal_rows(c_off, w_off, W, e_off, E, end_off, end_cut, a, x, Fx, un)
+        bad = 0
+        last = -1
+        for i in range(m):
+            if (inP[i] and x[i] < 0.0) or (not inP[i] and bn[i] - un[i] > tol):
+                bad += 1
+                last = i
+        if bad == 0:
+            ok = True
+            break
+        pivots += 1
+        if bad < best:
+            best, tries = bad, 3
+        elif tries > 0:
+            tries -= 1
+        else:
+            inP[last] = not inP[last]
+            dirty[sub[last]] = True
+            continue
+        for i in range(m):
+            if (inP[i] and x[i] < 0.0) or (not inP[i] and bn[i] - un[i] > tol):
+                inP[i] = not inP[i]
+                dirty[sub[i]] = True
+    if not ok:
+        return pivots, False, False
+    scaled = False
+    for i in range(m):
+        lam[i, 0] = x[i] if inP[i] else 0.0
+        nt = np.sqrt(lam[i, 1] ** 2 + lam[i, 2] ** 2)
+        lim = solver_pgs.friction_limit(mu[i], nexp[i], lam[i, 0])
+        if nt > lim:
+            sc = lim / nt if nt > 0.0 else 0.0
+            lam[i, 1] *= sc
+            lam[i, 2] *= sc
+            scaled = True
+    for s in range(ns):                      # the cut forces for the final lambda (eq. (12))
+        _ends(s, c_off, end_off, e_off, R, lam, y)
+    if nc:
+        rhs = U.ravel().copy()
+        for e in range(n_end):
+            for p in range(6):
+                rhs[6 * end_cut[e] + p] += y[e, p]
+        Fn = np.linalg.solve(S, rhs)
+        for j in range(nc):
+            for p in range(6):
+                F[j, p] = Fn[6 * j + p]
+    return pivots, True, scaled
+
+
+@njit(cache=True)
+def _normal_rows(c_off, w_off, W, e_off, E, end_off, end_cut, a, x, F, un):
+    """un (m,) = the normal rows of a + W x - E F (x normal forces only)."""
+    for s in range(c_off.shape[0] - 1):
+        c0, ms = c_off[s], c_off[s + 1] - c_off[s]
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        n3 = 3 * ms
+        Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+        Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
+        for i in range(ms):
+            v = a[3 * (c0 + i)]
+            for j in range(ms):
+                if x[c0 + j] != 0.0:
+                    v += Ws[3 * i, 3 * j] * x[c0 + j]
+            for e in range(ne):
+                for t in range(6):
+                    v -= Es[3 * i, 6 * e + t] * F[end_cut[e0 + e], t]
+            un[c0 + i] = v
+
+
 # ``iterate``'s `freeze`: once eq. (16) has undone FREEZE_AFTER passes' sweeps in a row, the
 # sweeps are skipped while the cut forces converge (the same numbers where the undone sweeps
 # would have run on to the end, as on the winding: bit for bit over 100 steps at 160 links, 47
@@ -624,11 +877,23 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
         bn = np.where(d >= 0.0, np.minimum(0.0, -2.0 * d / dt - u_prev),       # solver_pgs.normal_targets
                       np.minimum(-beta * d / dt, -u_prev))
         lam0 = solver_sor.warm_start(sub, Cf, warm)[0]
+        bn_s, mu_s, nexp_s = bn[by], mu[by], nexp[by]
+        Wt = np.empty(W_all.shape[0])
         lam_s, F, passes, capped, _ = iterate(
-            c_off, plan.w_off, W_all, ufree, plan.e_off, E_all, R_all, end_off, end_cut,
-            bn[by], mu[by], nexp[by], lam0[by], S, S_inv, U.reshape(nc, 6), F,
+            c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut,
+            bn_s, mu_s, nexp_s, lam0[by], S, S_inv, U.reshape(nc, 6), F,
             p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha,
             plan.sweep_bins, FREEZE_UNDONE)
+        if p.solver == "pgs_subspace":              # the kernel that holds a stiff chain: end on its step
+            _coupled_normals(c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut, bn_s,
+                             mu_s, nexp_s, lam_s, U.reshape(nc, 6), S, F)
+            lam_s, F, more, _, _ = iterate(         # its own short cap (SETTLE_PASSES) is no solve's cap
+                c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut, bn_s, mu_s, nexp_s,
+                lam_s, S, S_inv, U.reshape(nc, 6), F, min(SETTLE_PASSES, p.island_iterations), p.island_tolerance,
+                regulated, p.regulation_xi, p.regulation_alpha, plan.sweep_bins, FREEZE_UNDONE)
+            passes += more
+            _coupled_normals(c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut, bn_s,
+                             mu_s, nexp_s, lam_s, U.reshape(nc, 6), S, F)
         lam[by] = lam_s
     V = recover(lam[by], F)
     gen = np.zeros(6 * k)

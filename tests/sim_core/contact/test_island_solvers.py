@@ -9,7 +9,7 @@ import pytest
 
 from sim_core import step as step_mod
 from sim_core.contact import island_solvers
-from sim_core.scenarios import chain
+from sim_core.scenarios import chain, scenario
 from sim_core.types import Inputs
 
 N_LINKS, T = 40, 1e-3
@@ -27,6 +27,13 @@ NO_CONTACT_TOL = 1e-9  # relative: S F = U solved directly, then each subsystem'
 # an island whose couplings close a loop) against on its blocks (``_prepare_parallel``) -- two exact
 # factorizations of the same blocks, then the same sweeps; measured 1e-15 (V; the forces bit for bit)
 SETUP_PATHS_TOL = 1e-10
+# the coupled normal solve (``_coupled_normals``): every normal row met and complementary to this
+# many m/s per (1 + the largest target) -- measured 3e-14 on the winding; the cut couplings'
+# equation S F = U + C lambda to this of its right-hand side (measured 5e-13)
+NORMAL_ROWS_TOL = 1e-10
+# relative, the normal forces against a plain NumPy solve of the same set with the island's
+# Delassus operator formed densely (W - E S^-1 R): the same equations, other round-off
+DENSE_NORMALS_TOL = 1e-8
 
 
 def _inputs(n):
@@ -111,6 +118,71 @@ def test_the_sparse_lu_setup_finds_the_block_setups_solution(drape, monkeypatch,
     assert calls and not info.capped and np.abs(iref.forces_w).max() > 1e-3
     for x, x_ref in ((got.V, ref.V), (info.forces_w, iref.forces_w), (got.warm.cut, ref.warm.cut)):
         assert _rel(x, x_ref) <= SETUP_PATHS_TOL
+
+
+def _dense(c_off, w_off, W, e_off, E, R, end_off, end_cut, nc):
+    """The subsystems' flat blocks as dense matrices: W (3m,3m) block diagonal, E (3m,6nc), R (6nc,3m)."""
+    n = 3 * c_off[-1]
+    Wd, Ed, Rd = np.zeros((n, n)), np.zeros((n, 6 * nc)), np.zeros((6 * nc, n))
+    for s in range(len(c_off) - 1):
+        r0, n3 = 3 * c_off[s], 3 * (c_off[s + 1] - c_off[s])
+        e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        Wd[r0:r0 + n3, r0:r0 + n3] = W[w_off[s]:w_off[s] + n3 * n3].reshape(n3, n3)
+        Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape(n3, 6 * ne)
+        Rs = R[e_off[s]:e_off[s] + n3 * 6 * ne].reshape(6 * ne, n3)
+        for e in range(ne):
+            j = end_cut[e0 + e]
+            Ed[r0:r0 + n3, 6 * j:6 * j + 6] += Es[:, 6 * e:6 * e + 6]
+            Rd[6 * j:6 * j + 6, r0:r0 + n3] += Rs[6 * e:6 * e + 6]
+    return Wd, Ed, Rd
+
+
+@pytest.mark.parametrize("name", ["subsystems", "subsystems_regulated"])
+def test_the_coupled_normal_solve_meets_every_normal_row(monkeypatch, name):
+    """With the pgs_subspace kernel Solvers 2 and 3 end on the island's normal forces solved at
+    once across the cuts, the friction held (``island_solvers._coupled_normals``, twice a step):
+    Signorini on every normal row (met, complementary), the cut couplings exact for the final
+    forces (eq. (12)), the friction in its disk, and the normal forces those of a plain NumPy
+    solve of the same set with the island's Delassus operator W - E S^-1 R formed densely."""
+    model, st, cfg = scenario.load("cable_winding")          # 40 links: the coil on 4 of 8 subsystems
+    m = _with(model, island_solver=name, solver="pgs_subspace", turn_passes=0)
+    loop = scenario.record(cfg).control.start()
+    for _ in range(5):                                        # into the settle, past the start's kick
+        st, info = step_mod.step(m, st, loop.inputs(m, st, m.dt))
+        loop.measure(st, info)
+    inp = loop.inputs(m, st, m.dt)
+    seen, solve = [], island_solvers._coupled_normals
+
+    def capturing(*args):
+        held = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+        out = solve(*args)
+        seen.append((held, args[13].copy(), args[16].copy(), out))
+        return out
+    monkeypatch.setattr(island_solvers, "_coupled_normals", capturing)
+    step_mod.step(m, st, inp)
+    assert len(seen) == 2
+    for held, lam, F, (_, _, met) in seen:
+        c_off, w_off, W, _, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, _, U, S, _ = held
+        nc = F.shape[0]
+        assert met and nc >= 1 and np.count_nonzero(np.diff(c_off)) >= 2      # contacts on both sides of a cut
+        Wd, Ed, Rd = _dense(c_off, w_off, W, e_off, E, R, end_off, end_cut, nc)
+        u = ufree + Wd @ lam.ravel() - Ed @ F.ravel()
+        tol = NORMAL_ROWS_TOL * (1.0 + np.abs(bn).max())
+        ln, un = lam[:, 0], u[0::3]
+        assert ln.min() >= 0.0 and ln.max() > 0.0
+        assert (bn - un).max() <= tol and np.abs(ln * (un - bn)).max() <= tol * ln.max()
+        rhs = U.ravel() + Rd @ lam.ravel()
+        assert np.abs(S @ F.ravel() - rhs).max() <= NORMAL_ROWS_TOL * np.abs(rhs).max()
+        assert np.all(np.hypot(lam[:, 1], lam[:, 2]) <= mu * ln ** nexp * (1.0 + 1e-12))   # eq. (8)'s disk
+        # the reference: the friction held, the normal forces of the set from the dense operator
+        lf = lam.copy()
+        lf[:, 0] = 0.0
+        Sinv = np.linalg.inv(S)
+        a = ufree + Wd @ lf.ravel() - Ed @ Sinv @ (U.ravel() + Rd @ lf.ravel())
+        D = (Wd - Ed @ Sinv @ Rd)[0::3, 0::3]
+        P = ln > 0.0
+        x = np.linalg.solve(D[np.ix_(P, P)], (bn - a[0::3])[P])
+        assert _rel(ln[P], x) <= DENSE_NORMALS_TOL
 
 
 def test_a_ball_joint_cannot_be_cut():
