@@ -15,9 +15,11 @@ of the same scene and number of steps, side by side in one run.
 
     python bench/cable.py [--steps 200] [--sizes 80 160] [--scaling 40 80 120 160] [--no-peers] [--rounds 3]
 
-Two rows are not the seed's: "3 balanced" (``[contact] subsystem_split = "balanced"``) and "3 serial
+Rows that are not the seed's: "3 balanced" (``[contact] subsystem_split = "balanced"``), "3 serial
 turns" (the couplings' turn kernels serial, ``couplings.PARALLEL_MIN_COUPLINGS = None``; the step
-runs them in parallel from 64 couplings: at 80 and 160 links).
+runs them in parallel from 64 couplings: at 80 and 160 links), and "1 sparse sub." / "3 subspace"
+(the contact kernel pgs_subspace, the shipped scene's: the sweeps end on the island's normal
+forces solved at once, which holds the coil the seed's PGS lets sink).
 
 ``--no-peers`` leaves out the XPBD / PyElastica comparison (``bench/cable_peers.py``, which
 needs the ``[peers]`` extra for PyElastica).
@@ -42,7 +44,12 @@ from sim_core.paths import scenario_path  # noqa: E402
 from sim_core.scenarios import scenario  # noqa: E402
 
 SOLVERS = {"1 dense": "direct_dense", "1 sparse": "direct", "2": "subsystems", "3": "subsystems_regulated",
-           "3 balanced": "subsystems_regulated", "3 serial turns": "subsystems_regulated"}
+           "3 balanced": "subsystems_regulated", "3 serial turns": "subsystems_regulated",
+           "1 sparse sub.": "direct", "3 subspace": "subsystems_regulated"}
+# the rows whose contact kernel is the shipped scene's pgs_subspace, not the seed's PGS: the sweeps
+# end on the normal forces solved at once, what holds the coil (docs/cable.md "Solvers 2 and 3
+# holding the coil"); Solver 1 sparse and Solver 3 compared on it
+KERNELS = {"1 sparse sub.": "pgs_subspace", "3 subspace": "pgs_subspace"}
 # the runs' split of each row ([contact] subsystem_split): the seed's even runs of links, and
 # the runs balanced by links + contacts (faster; not in the seed's table)
 SPLIT = {"3 balanced": "balanced"}
@@ -58,12 +65,12 @@ SEED_RATIO = {80: 14.9, 160: 40.6}      # seed 002 Table I: Solver 1 / Solver 3 
 KERNEL = "pgs"
 
 
-def world(links: int, solver: str, subsystems: int | None = None, split: str = "links"):
+def world(links: int, solver: str, subsystems: int | None = None, split: str = "links", kernel: str = KERNEL):
     path = scenario_path("cable_winding")
     cfg = copy.deepcopy(config_mod.load(path))
     cfg["cable"]["links"] = links
     cfg["contact"]["island_solver"] = solver
-    cfg["contact"]["solver"] = KERNEL
+    cfg["contact"]["solver"] = kernel
     cfg["contact"]["subsystem_split"] = split
     # the seed's solvers as it builds them: the couplings taken at the turns predicted without the
     # contacts (Solvers 2 and 3 cut couplings at those turns; the scene's turn_passes is Solver 1's only)
@@ -75,18 +82,18 @@ def world(links: int, solver: str, subsystems: int | None = None, split: str = "
 
 
 def run(links: int, solver: str, steps: int, subsystems: int | None = None, split: str = "links",
-        parallel_turns=_STEPS_OWN) -> dict:
+        parallel_turns=_STEPS_OWN, kernel: str = KERNEL) -> dict:
     kept = couplings.PARALLEL_MIN_COUPLINGS
     if parallel_turns is not _STEPS_OWN:
         couplings.PARALLEL_MIN_COUPLINGS = parallel_turns
     try:
-        return _run(links, solver, steps, subsystems, split)
+        return _run(links, solver, steps, subsystems, split, kernel)
     finally:
         couplings.PARALLEL_MIN_COUPLINGS = kept
 
 
-def _run(links: int, solver: str, steps: int, subsystems: int | None, split: str) -> dict:
-    model, state, scen = world(links, solver, subsystems, split)
+def _run(links: int, solver: str, steps: int, subsystems: int | None, split: str, kernel: str) -> dict:
+    model, state, scen = world(links, solver, subsystems, split, kernel)
     loop = scen.control.start()
     wall, solve, its, caps, pen = [], [], [], 0, 0.0
     for k in range(steps + 2):
@@ -144,7 +151,7 @@ def main(argv=None) -> None:
             got = {}
             for name, key in SOLVERS.items():
                 got[name] = run(n, key, a.steps, split=SPLIT.get(name, "links"),
-                                parallel_turns=PARALLEL_TURNS.get(name, _STEPS_OWN))
+                                parallel_turns=PARALLEL_TURNS.get(name, _STEPS_OWN), kernel=KERNELS.get(name, KERNEL))
                 if a.rounds > 1:
                     print(f"  round {k + 1}:" + line(name, got[name])[1:], flush=True)
             rounds.append(got)
@@ -163,6 +170,11 @@ def main(argv=None) -> None:
               f"{rows['1 sparse']['mean'] / rows['3 balanced']['mean']:.2f}x sparse (mean); serial turns: "
               f"{rows['1 dense']['mean'] / rows['3 serial turns']['mean']:.1f}x dense (mean), "
               f"{rows['1 dense']['median'] / rows['3 serial turns']['median']:.1f}x (median)")
+        sub = rows["3 subspace"]
+        print(f"  with pgs_subspace (the coil held): Solver 3 faster than sparse Solver 1 by "
+              f"{rows['1 sparse sub.']['mean'] / sub['mean']:.1f}x (mean), "
+              f"{rows['1 sparse sub.']['median'] / sub['median']:.1f}x (median); Solver 3's median "
+              f"{sub['median']:.2f} ms against the seed's kernel {rows['3']['median']:.2f} ms")
     print("Solver 3 with 1 and 2 numba threads (160 links):")
     both = {}
     for t in (1, 2):

@@ -341,7 +341,7 @@ def _copy2(src, dst):
 
 @njit(cache=True, parallel=True)
 def iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam0, S, S_inv, U, F0,
-            iterations, tol, regulated, xi, alpha, bins, freeze=True):
+            iterations, tol, regulated, xi, alpha, bins, freeze=True, have_wt=False):
     """Algorithm 1's contact loop (lines 11-22): per iteration l, one PGS sweep per subsystem
     in parallel (``_sweep``, eq. (15); the threads take the subsystems of ``thread_bins``),
     the post-regulation (eq. (16), `regulated`), one block Gauss-Seidel sweep on the cut
@@ -351,7 +351,8 @@ def iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, n
     cut force update (``_shift``).  `freeze`: skip the sweeps eq. (16) would undo (below;
     False: sweep every pass, the print's loop, for the tests).  Returns
     (lambda (m,3), F (nc,6), passes, capped, the passes whose sweeps were skipped).  Wt (W's
-    size): W's subsystem blocks transposed, written here (``_coupled_normals`` reads them)."""
+    size): W's subsystem blocks transposed, written here (``_coupled_normals`` reads them), or
+    read where `have_wt` (a second call of the step's)."""
     nc = S_inv.shape[0]
     n_end = end_cut.shape[0]
     # No array expressions below: numba makes each one a parallel region of its own, with a
@@ -368,7 +369,8 @@ def iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, n
             s = bins[t, j]
             if s < 0:
                 break
-            _transpose(s, c_off, w_off, W, Wt)
+            if not have_wt:
+                _transpose(s, c_off, w_off, W, Wt)
             _ends(s, c_off, end_off, e_off, R, lam, y_old)
             _residual(s, c_off, w_off, Wt, ufree, e_off, end_off, end_cut, E, lam, F, u)
     u_old = u.copy()
@@ -528,14 +530,18 @@ NORMALS_TOL = solver_sor.LH_TOL
 
 
 @njit(cache=True)
-def _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, end_cut, r, S, Up, x, F):
+def _normals_solve(inP, dirty, cache, c_off, w_off, W, e_off, E, R, end_off, end_cut, r, S, Up, x, F):
     """``_coupled_normals``' solve on the set inP (m,): x (m,) the set's normal forces (others
     0) and F (nc,6) with every normal row of the set at its target, the friction held:
         W_PP x_P - E_P F = r_P  (each subsystem's rows),   S F - R_P x_P = Up,
-    by block elimination: per subsystem X = W_PP^-1 [r_P, E_P] (Ps[s], Xs[s]: its set and X,
-    formed again only where dirty[s], then cleared), the cut forces from
-    (S - sum R_P X_E) F = Up + sum R_P X_r (6 nc unknowns), then x_P = X_r + X_E F.  Returns
-    False where a block or that system is singular, or the solution is not finite."""
+    by block elimination: per subsystem W_PP^-1 and X_E = W_PP^-1 E_P, then the cut forces from
+    (S - sum R_P X_E) F = Up + sum R_P W_PP^-1 r_P (6 nc unknowns), then x_P = W_PP^-1 r_P + X_E F.
+    `cache` (sets, W_PP^-1, X_E per subsystem): kept between solves, rounds and both calls of a
+    step, formed again only where dirty[s] and the subsystem's set changed (dirty then
+    cleared): a round after a friction scaling, and the call after the settle passes, mostly
+    keep every set.  Returns False where a block or that system is singular, or the solution
+    is not finite."""
+    Ps, Minvs, XEs = cache
     nc = F.shape[0]
     K = S.copy()
     k = Up.ravel().copy()
@@ -546,47 +552,59 @@ def _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, en
         Rs = R[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((6 * ne, n3))
         if dirty[s]:
             dirty[s] = False
-            Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
-            Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
             P = np.empty(ms, np.int64)
             q = 0
             for i in range(ms):
                 if inP[c0 + i]:
                     P[q] = i
                     q += 1
-            P = P[:q].copy()
-            X = np.zeros((q, 1 + 6 * ne))
-            if q:
+            same = q == Ps[s].shape[0]
+            if same:
+                for a in range(q):
+                    same = same and P[a] == Ps[s][a]
+            if not same:
+                Ws = W[w_off[s]:w_off[s] + n3 * n3].reshape((n3, n3))
+                Es = E[e_off[s]:e_off[s] + n3 * 6 * ne].reshape((n3, 6 * ne))
                 M = np.empty((q, q))
+                EP = np.empty((q, 6 * ne))
                 for a in range(q):
                     for b in range(q):
                         M[a, b] = Ws[3 * P[a], 3 * P[b]]
-                    X[a, 0] = r[c0 + P[a]]
                     for j in range(6 * ne):
-                        X[a, 1 + j] = Es[3 * P[a], j]
-                try:                           # dependent rows (a singular block): no solve
-                    Xs[s] = np.ascontiguousarray(np.linalg.solve(M, X))
-                except Exception:  # noqa: BLE001 - numba raises its LinAlgError as Exception
-                    return False
-            else:
-                Xs[s] = X
-            Ps[s] = P
-        P, X = Ps[s], Xs[s]
+                        EP[a, j] = Es[3 * P[a], j]
+                Ps[s] = P[:q].copy()
+                if q:
+                    try:                           # dependent rows (a singular block): no solve
+                        Minvs[s] = np.ascontiguousarray(np.linalg.inv(M))
+                    except Exception:  # noqa: BLE001 - numba raises its LinAlgError as Exception
+                        Ps[s] = np.full(1, -1, np.int64)       # (no set matches it: formed again)
+                        return False
+                    XEs[s] = Minvs[s] @ EP
+                else:
+                    Minvs[s] = M
+                    XEs[s] = EP
+        P, Minv, XE = Ps[s], Minvs[s], XEs[s]
         q = P.shape[0]
+        Xr = np.zeros(q)
+        for a in range(q):
+            for b in range(q):
+                Xr[a] += Minv[a, b] * r[c0 + P[b]]
         for e in range(ne):
             j = end_cut[e0 + e]
             for p in range(6):
                 acc = 0.0
                 for a in range(q):
-                    acc += Rs[6 * e + p, 3 * P[a]] * X[a, 0]
+                    acc += Rs[6 * e + p, 3 * P[a]] * Xr[a]
                 k[6 * j + p] += acc
                 for f in range(ne):
                     i2 = end_cut[e0 + f]
                     for t in range(6):
                         acc = 0.0
                         for a in range(q):
-                            acc += Rs[6 * e + p, 3 * P[a]] * X[a, 1 + 6 * f + t]
+                            acc += Rs[6 * e + p, 3 * P[a]] * XE[a, 6 * f + t]
                         K[6 * j + p, 6 * i2 + t] -= acc
+        for a in range(q):
+            x[c0 + P[a]] = Xr[a]                   # the X_E F part below, once F is known
     if nc:
         try:
             Fn = np.linalg.solve(K, k)
@@ -595,18 +613,21 @@ def _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, en
         for j in range(nc):
             for p in range(6):
                 F[j, p] = Fn[6 * j + p]
-    for i in range(x.shape[0]):
-        x[i] = 0.0
     for s in range(c_off.shape[0] - 1):
-        P, X = Ps[s], Xs[s]
+        P, XE = Ps[s], XEs[s]
         c0 = c_off[s]
         e0, ne = end_off[s], end_off[s + 1] - end_off[s]
+        inside = np.zeros(c_off[s + 1] - c0, np.bool_)
         for a in range(P.shape[0]):
-            v = X[a, 0]
+            inside[P[a]] = True
+            v = 0.0
             for e in range(ne):
                 for t in range(6):
-                    v += X[a, 1 + 6 * e + t] * F[end_cut[e0 + e], t]
-            x[c0 + P[a]] = v
+                    v += XE[a, 6 * e + t] * F[end_cut[e0 + e], t]
+            x[c0 + P[a]] += v
+        for i in range(inside.shape[0]):
+            if not inside[i]:
+                x[c0 + i] = 0.0
     for i in range(x.shape[0]):
         if not np.isfinite(x[i]):
             return False
@@ -614,13 +635,15 @@ def _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, en
 
 
 @njit(cache=True)
-def _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F):
+def _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F,
+                     cache):
     """``_normals_round`` until a round scales no friction force into its disk (its friction held
-    was then the solution's), at most NORMALS_ROUNDS: (rounds, pivots, met)."""
+    was then the solution's), at most NORMALS_ROUNDS: (rounds, pivots, met).  `cache`:
+    ``_normals_solve``'s (``_normals_cache``)."""
     pivots = 0
     for k in range(NORMALS_ROUNDS):
         got, ok, scaled = _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp,
-                                         lam, U, S, F)
+                                         lam, U, S, F, cache)
         pivots += got
         if not ok:
             return k + 1, pivots, False
@@ -630,6 +653,31 @@ def _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, 
 
 
 NORMALS_ROUNDS = 8
+
+
+@njit(cache=True)
+def _normals_cache(ns):
+    """``_normals_solve``'s cache for ns subsystems, empty: (sets, W_PP^-1, X_E)."""
+    return ([np.full(1, -1, np.int64) for _ in range(ns)], [np.zeros((0, 0)) for _ in range(ns)],
+            [np.zeros((0, 0)) for _ in range(ns)])
+
+
+@njit(cache=True)
+def _end_on_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, S, S_inv, U, F,
+                    settle, tol, regulated, xi, alpha, bins, freeze):
+    """``subsystems``' end with the pgs_subspace kernel: the coupled normal solve
+    (``_coupled_normals``), `settle` more passes of ``iterate`` (the friction answers the new
+    normal forces), the coupled normal solve again -- sharing one cache.  lam, F in place;
+    returns (the passes, (rounds, pivots, met) of the last solve)."""
+    cache = _normals_cache(c_off.shape[0] - 1)
+    _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F, cache)
+    lam2, F2, passes, _, _ = iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, S,
+                                     S_inv, U, F, settle, tol, regulated, xi, alpha, bins, freeze, True)
+    lam[:, :] = lam2
+    F[:, :] = F2
+    last = _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F,
+                            cache)
+    return passes, last
 # ``subsystems`` with the pgs_subspace kernel: the passes between its two coupled normal solves,
 # in which the friction answers the new normal forces.  One solve at the end of the sweeps held
 # the 80- and 160-link windings (20-60 um over 7 s) but threw the 40-link coil within 0.25 s
@@ -640,7 +688,7 @@ SETTLE_PASSES = 10
 
 
 @njit(cache=True)
-def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F):
+def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, lam, U, S, F, cache):
     """The subsystem solvers' end with the ``pgs_subspace`` kernel (``solver_pgs.pgs_subspace``
     ends its solve the same way, and that step is what holds a stiff chain): every contact's
     normal force at once, across the subsystems, with the cut forces eliminated and the
@@ -691,14 +739,11 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
         for i in range(c_off[s], c_off[s + 1]):
             sub[i] = s
     dirty = np.ones(ns, np.bool_)
-    Ps = [np.zeros(0, np.int64) for _ in range(ns)]
-    Xs = [np.zeros((0, 1)) for _ in range(ns)]
     best, tries = m + 1, 3
     pivots = 0
     ok = False
     for _ in range(PIVOTS_PER_CONTACT * m + 1):
-        if not _normals_solve(inP, dirty, Ps, Xs, c_off, w_off, W, e_off, E, R, end_off, end_cut, r, S, Up, x,
-                              Fx):
+        if not _normals_solve(inP, dirty, cache, c_off, w_off, W, e_off, E, R, end_off, end_cut, r, S, Up, x, Fx):
             return pivots, False, False
         _normal_rows(c_off, w_off, W, e_off, E, end_off, end_cut, a, x, Fx, un)
         bad = 0
@@ -885,15 +930,11 @@ def subsystems(model, state, solver, sub: Contacts, g, blk, a, b, A_ab, V_prev, 
             p.island_iterations, p.island_tolerance, regulated, p.regulation_xi, p.regulation_alpha,
             plan.sweep_bins, FREEZE_UNDONE)
         if p.solver == "pgs_subspace":              # the kernel that holds a stiff chain: end on its step
-            _coupled_normals(c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut, bn_s,
-                             mu_s, nexp_s, lam_s, U.reshape(nc, 6), S, F)
-            lam_s, F, more, _, _ = iterate(         # its own short cap (SETTLE_PASSES) is no solve's cap
+            more, _ = _end_on_normals(
                 c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut, bn_s, mu_s, nexp_s,
                 lam_s, S, S_inv, U.reshape(nc, 6), F, min(SETTLE_PASSES, p.island_iterations), p.island_tolerance,
                 regulated, p.regulation_xi, p.regulation_alpha, plan.sweep_bins, FREEZE_UNDONE)
             passes += more
-            _coupled_normals(c_off, plan.w_off, W_all, Wt, ufree, plan.e_off, E_all, R_all, end_off, end_cut, bn_s,
-                             mu_s, nexp_s, lam_s, U.reshape(nc, 6), S, F)
         lam[by] = lam_s
     V = recover(lam[by], F)
     gen = np.zeros(6 * k)

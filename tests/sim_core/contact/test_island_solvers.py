@@ -140,7 +140,7 @@ def _dense(c_off, w_off, W, e_off, E, R, end_off, end_cut, nc):
 @pytest.mark.parametrize("name", ["subsystems", "subsystems_regulated"])
 def test_the_coupled_normal_solve_meets_every_normal_row(monkeypatch, name):
     """With the pgs_subspace kernel Solvers 2 and 3 end on the island's normal forces solved at
-    once across the cuts, the friction held (``island_solvers._coupled_normals``, twice a step):
+    once across the cuts, the friction held (``island_solvers._end_on_normals``):
     Signorini on every normal row (met, complementary), the cut couplings exact for the final
     forces (eq. (12)), the friction in its disk, and the normal forces those of a plain NumPy
     solve of the same set with the island's Delassus operator W - E S^-1 R formed densely."""
@@ -151,18 +151,18 @@ def test_the_coupled_normal_solve_meets_every_normal_row(monkeypatch, name):
         st, info = step_mod.step(m, st, loop.inputs(m, st, m.dt))
         loop.measure(st, info)
     inp = loop.inputs(m, st, m.dt)
-    seen, solve = [], island_solvers._coupled_normals
+    seen, solve = [], island_solvers._end_on_normals
 
     def capturing(*args):
         held = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
         out = solve(*args)
-        seen.append((held, args[13].copy(), args[16].copy(), out))
+        seen.append((held, args[13].copy(), args[17].copy(), out[1]))
         return out
-    monkeypatch.setattr(island_solvers, "_coupled_normals", capturing)
+    monkeypatch.setattr(island_solvers, "_end_on_normals", capturing)
     step_mod.step(m, st, inp)
-    assert len(seen) == 2
+    assert len(seen) == 1
     for held, lam, F, (_, _, met) in seen:
-        c_off, w_off, W, _, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, _, U, S, _ = held
+        c_off, w_off, W, _, ufree, e_off, E, R, end_off, end_cut, bn, mu, nexp, _, S, _, U, _ = held[:18]
         nc = F.shape[0]
         assert met and nc >= 1 and np.count_nonzero(np.diff(c_off)) >= 2      # contacts on both sides of a cut
         Wd, Ed, Rd = _dense(c_off, w_off, W, e_off, E, R, end_off, end_cut, nc)
