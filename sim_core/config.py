@@ -129,7 +129,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                doc="a coupled island (a chain, a cable): factorized whole on its blocks, "
                                    "or dense (seed 002 Solver 1), or cut into subsystems solved in "
                                    "parallel (Solver 2, Algorithm 1; with the post-regulation: Solver 3; "
-                                   "docs/cable.md)"),
+                                   "with solver pgs_subspace these end on the island's normal forces "
+                                   "solved at once, which holds a wound coil; docs/cable.md)"),
         "subsystems": Field("int", 8, lo=1, hi=10_000, doc="n_s: subsystems of consecutive bodies a coupled "
                                                            "island is cut into (subsystem solvers)"),
         "subsystem_split": Field("enum", "links", choices=("links", "balanced"),

@@ -96,6 +96,7 @@ from numba import get_num_threads, njit, prange
 
 from sim_core.dynamics import blocktree
 from sim_core.math.so3 import log_so3
+from sim_core.math.so3 import poly_into as _poly
 from sim_core.types import WORLD
 
 
@@ -160,22 +161,6 @@ def _coeffs(th):
     t = math.sqrt(t2)
     h = math.sin(0.5 * t) / t
     return math.sin(t) / t, 2.0 * h * h, (t - math.sin(t)) / (t2 * t)
-
-
-@njit(cache=True, inline="always")
-def _poly(th, x, y, out):
-    """out = I + x S(th) + y S(th)^2 (3x3);  S(th)^2 = th th^T - |th|^2 I."""
-    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
-    for i in range(3):
-        for j in range(3):
-            out[i, j] = y * th[i] * th[j]
-        out[i, i] += 1.0 - y * t2
-    out[0, 1] -= x * th[2]
-    out[1, 0] += x * th[2]
-    out[0, 2] += x * th[1]
-    out[2, 0] -= x * th[1]
-    out[1, 2] -= x * th[0]
-    out[2, 1] += x * th[0]
 
 
 @njit(cache=True, inline="always")

@@ -35,23 +35,32 @@ def exp_so3(w):
 
 @njit(cache=True, inline="always")
 def exp_so3_into(w, out):
-    """``exp_so3`` into out (3,3), nothing allocated (a kernel's loop over bodies):
-    I + a S(w) + b S(w)^2 with S(w)^2 = w w^T - |w|^2 I."""
+    """``exp_so3`` into out (3,3), nothing allocated (a kernel's loop over bodies)."""
     th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
     if th2 < 1e-16:
         a, b = 1.0 - th2 / 6.0, 0.5 - th2 / 24.0
     else:
         th = math.sqrt(th2)
         a, b = math.sin(th) / th, (1.0 - math.cos(th)) / th2
-    for r in range(3):
-        for c in range(3):
-            out[r, c] = b * (w[r] * w[c] - (th2 if r == c else 0.0)) + (1.0 if r == c else 0.0)
-    out[0, 1] -= a * w[2]
-    out[1, 0] += a * w[2]
-    out[0, 2] += a * w[1]
-    out[2, 0] -= a * w[1]
-    out[1, 2] -= a * w[0]
-    out[2, 1] += a * w[0]
+    poly_into(w, a, b, out)
+
+
+@njit(cache=True, inline="always")
+def poly_into(th, x, y, out):
+    """out = I + x S(th) + y S(th)^2 (3x3), S(th)^2 = th th^T - |th|^2 I: Rodrigues' form, which
+    with the right coefficients is exp(S(th)) (``exp_so3_into``) or its Jacobians
+    (``dynamics.couplings``)."""
+    t2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = y * th[i] * th[j]
+        out[i, i] += 1.0 - y * t2
+    out[0, 1] -= x * th[2]
+    out[1, 0] += x * th[2]
+    out[0, 2] += x * th[1]
+    out[2, 0] -= x * th[1]
+    out[1, 2] -= x * th[0]
+    out[2, 1] += x * th[0]
 
 
 @njit(cache=True)
