@@ -703,8 +703,9 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
     coil's hoop mode crosses the cuts, and on the 160-link winding the alternation gained ~1 %
     a round.  On success lam's normal forces are the solution's, each friction force scaled into
     its disk where its normal force shrank, and F solves S F = U + C lambda for the final lambda
-    (the cut couplings exact); returns (pivots, True).  Otherwise lam and F are left alone
-    (pivots, False)."""
+    (the cut couplings exact); returns (pivots, True, whether a friction force was scaled:
+    then the friction held was not the solution's, ``_coupled_normals`` goes round again).
+    Otherwise lam and F are left alone: (pivots, False, False)."""
     m = bn.shape[0]
     nc = F.shape[0]
     ns = c_off.shape[0] - 1
