@@ -416,12 +416,7 @@ def iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, n
                 run = 0
         else:
             skipped += 1
-        for k in range(nc):
-            for r in range(6):
-                rhs[k, r] = U[k, r]
-        for e in range(n_end):
-            for r in range(6):
-                rhs[end_cut[e], r] += y[e, r]
+        _pulled(U, end_cut, y, rhs)
         dF = 0.0
         for k in range(nc):                        # eq. (13): block Gauss-Seidel, S_kk F_k = r_k - sum S_kj F_j
             for p in range(6):
@@ -462,6 +457,18 @@ def iterate(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn, mu, n
                     dFk[k, p] = 0.0                 # (shifted in already)
             _copy2(y, y_old)
     return lam, F, passes, True, skipped
+
+
+@njit(cache=True)
+def _pulled(U, end_cut, y, out):
+    """out (nc,6) = U + C lambda, eq. (12)'s right-hand side: each cut end's pull y (``_ends``)
+    added to its coupling's row of U."""
+    for k in range(U.shape[0]):
+        for r in range(6):
+            out[k, r] = U[k, r]
+    for e in range(end_cut.shape[0]):
+        for r in range(6):
+            out[end_cut[e], r] += y[e, r]
 
 
 @njit(cache=True)
@@ -527,6 +534,9 @@ PIVOTS_PER_CONTACT = 3
 # a normal row counts as met within this many m/s per (1 + the largest target): the subspace
 # steps' own tolerance (``solver_sor.LH_TOL``), relative
 NORMALS_TOL = solver_sor.LH_TOL
+# ``_coupled_normals``: rounds at most (a round that scaled a friction force into its disk is
+# followed by another with that friction held)
+NORMALS_ROUNDS = 8
 
 
 @njit(cache=True)
@@ -545,6 +555,8 @@ def _normals_solve(inP, dirty, cache, c_off, w_off, W, e_off, E, R, end_off, end
     nc = F.shape[0]
     K = S.copy()
     k = Up.ravel().copy()
+    for i in range(x.shape[0]):
+        x[i] = 0.0
     for s in range(c_off.shape[0] - 1):
         c0, ms = c_off[s], c_off[s + 1] - c_off[s]
         e0, ne = end_off[s], end_off[s + 1] - end_off[s]
@@ -617,17 +629,12 @@ def _normals_solve(inP, dirty, cache, c_off, w_off, W, e_off, E, R, end_off, end
         P, XE = Ps[s], XEs[s]
         c0 = c_off[s]
         e0, ne = end_off[s], end_off[s + 1] - end_off[s]
-        inside = np.zeros(c_off[s + 1] - c0, np.bool_)
         for a in range(P.shape[0]):
-            inside[P[a]] = True
             v = 0.0
             for e in range(ne):
                 for t in range(6):
                     v += XE[a, 6 * e + t] * F[end_cut[e0 + e], t]
             x[c0 + P[a]] += v
-        for i in range(inside.shape[0]):
-            if not inside[i]:
-                x[c0 + i] = 0.0
     for i in range(x.shape[0]):
         if not np.isfinite(x[i]):
             return False
@@ -650,9 +657,6 @@ def _coupled_normals(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, 
         if not scaled:
             return k + 1, pivots, True
     return NORMALS_ROUNDS, pivots, False
-
-
-NORMALS_ROUNDS = 8
 
 
 @njit(cache=True)
@@ -716,13 +720,11 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
     zero = np.zeros((nc, 6))
     n_end = end_cut.shape[0]
     y = np.empty((n_end, 6))
-    Up = U.copy()
     for s in range(ns):
         _residual(s, c_off, w_off, Wt, ufree, e_off, end_off, end_cut, E, lf, zero, a)
         _ends(s, c_off, end_off, e_off, R, lf, y)
-    for e in range(n_end):
-        for p in range(6):
-            Up[end_cut[e], p] += y[e, p]
+    Up = np.empty((nc, 6))
+    _pulled(U, end_cut, y, Up)
     r = np.empty(m)
     scale = 1.0
     for i in range(m):
@@ -735,6 +737,7 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
     x = np.zeros(m)
     Fx = np.empty((nc, 6))
     un = np.empty(m)
+    flip = np.empty(m, np.bool_)
     sub = np.empty(m, np.int64)              # each contact's subsystem
     for s in range(ns):
         for i in range(c_off[s], c_off[s + 1]):
@@ -749,8 +752,9 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
         _normal_rows(c_off, w_off, W, e_off, E, end_off, end_cut, a, x, Fx, un)
         bad = 0
         last = -1
-        for i in range(m):
-            if (inP[i] and x[i] < 0.0) or (not inP[i] and bn[i] - un[i] > tol):
+        for i in range(m):             # infeasible: a force < 0 in the set, a row violated outside it
+            flip[i] = (inP[i] and x[i] < 0.0) or (not inP[i] and bn[i] - un[i] > tol)
+            if flip[i]:
                 bad += 1
                 last = i
         if bad == 0:
@@ -766,7 +770,7 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
             dirty[sub[last]] = True
             continue
         for i in range(m):
-            if (inP[i] and x[i] < 0.0) or (not inP[i] and bn[i] - un[i] > tol):
+            if flip[i]:
                 inP[i] = not inP[i]
                 dirty[sub[i]] = True
     if not ok:
@@ -784,11 +788,9 @@ def _normals_round(c_off, w_off, W, Wt, ufree, e_off, E, R, end_off, end_cut, bn
     for s in range(ns):                      # the cut forces for the final lambda (eq. (12))
         _ends(s, c_off, end_off, e_off, R, lam, y)
     if nc:
-        rhs = U.ravel().copy()
-        for e in range(n_end):
-            for p in range(6):
-                rhs[6 * end_cut[e] + p] += y[e, p]
-        Fn = np.linalg.solve(S, rhs)
+        rhs = np.empty((nc, 6))
+        _pulled(U, end_cut, y, rhs)
+        Fn = np.linalg.solve(S, rhs.ravel())
         for j in range(nc):
             for p in range(6):
                 F[j, p] = Fn[6 * j + p]
