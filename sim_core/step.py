@@ -207,7 +207,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
         turned, _, (blk.A[...], blk.b[...], A_ab, _), newton = couplings.turns(
             cp, state.p_w, state.R_wb, state.V, dt, blk.A, blk.b,
             newton=None if state.warm is None else state.warm.newton,
-            start=None if state.warm is None else state.warm.turns)
+            start=None if state.warm is None else state.warm.turns,
+            atol=0.0 if state.warm is None else couplings.TURN_GAP_FRACTION * state.warm.turn_gap)
         if model.contact.island_solver in island_solvers.NEEDS_TURNS:
             theta = turned
     lin = (blk.A.copy(), blk.b.copy(), A_ab) if passes else None   # the system the solve sees, systems not in
@@ -222,8 +223,9 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
     laps.lap("solving")
     if impacts.should_split(model, found.nodes, state, sol.V, dt, splits):
         return halves(model, state, inp, dt, splits - 1)
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton, turned)
     Vn = sol.V.reshape(model.n_bodies, 6)
+    gap = 0.0 if turned is None else float(np.abs(0.5 * dt * (state.V[:, 3:] + Vn[:, 3:]) - turned).max())
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton, turned, gap)
     p, R = rigid.advance(state, Vn, dt)
     if sol.shift is not None:              # compliant contacts: the closed form's displacement
         p, R = compliant_stage.apply_shift(p, R, sol.shift)

@@ -179,6 +179,9 @@ class Warm:
     newton: tuple | None = None
     turns: np.ndarray | None = None   # (B,3) rad, body axes: the step's turns (``couplings.turns``), where the
                                       # next step's first fixed-turn solve starts; None: at T w_k
+    turn_gap: float = 0.0             # rad: how far the step's solve moved the turns from ``turns`` (the largest
+                                      # |T (w_k + w+)/2 - turns|): the contacts' share, what the next step's
+                                      # prediction need not beat (``couplings.TURN_GAP_FRACTION``)
 
 
 def _batched(a, tail: tuple) -> np.ndarray:

@@ -1072,6 +1072,17 @@ TURN_FLOOR = 1e-3
 # matrix was formed afresh each step and refreshed while a pass changed the turns by more than
 # 1e-2 of the largest: the first, at the contact-free prediction's start, gains only ~3x.)
 NEWTON_CONTRACTION = 0.1
+# The passes also stop once a pass would change the turns by less than this fraction of the last
+# step's gap (``types.Warm.turn_gap``: how far that step's solve moved the turns from the
+# prediction -- the contacts' doing, as the prediction leaves them out).  The couplings' terms
+# are then taken at turns off by the gap anyway; refining the prediction far below it buys
+# nothing.  On the wound coil the gap is about the turns themselves (0.15 rad at 160 links: the
+# drum holds links the prediction lets turn), and the passes past the second (d 5e-4 of the
+# largest turn, then 2e-5, 1e-7, ... 1e-12) are saved: 160-link winding, Solver 3, 5.4 -> 2
+# passes a step, the step 4.9 -> 3.7 ms median (docs/cable.md "Step cost").  A free cable's gap
+# is the block solve's rounding (~1e-15 rad): TURN_TOL holds and its energy stays exact.  A gap
+# that closes (a link lifting off) tightens the stop the next step.
+TURN_GAP_FRACTION = 1e-3
 # The most a Newton pass may change a body's turn (rad): far from the solution (steps where a
 # link turns ~1 rad) a full pass can overshoot; capped, it walks in (measured at T = 10 ms).
 TURN_STEP = 0.3
@@ -1228,7 +1239,7 @@ def _tree(cp: Couplings, nb: int, a, b):
 
 
 def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=TURN_MAX_ITER, newton=None,
-          start=None):
+          start=None, atol=0.0):
     """(theta (B,3), passes, (A, rhs, A_ab, e) at theta, newton): every body's turn T w_mid over
     the step (rad, body axes) in the contact-free coupled system A(theta) V+ = b(theta),
     theta = T (w_k + w+)/2 (module docstring): one solve with theta = T w_k, then Newton's
@@ -1246,7 +1257,10 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
 
     ``start`` (B,3): the turns the first solve takes -- the last step's (``types.Warm.turns``),
     nearer this step's than T w_k where the links' rates ring from step to step (the wound
-    cable: T w_k off by 1-2x the turns, the last step's by 4-9 %); None: T w_k."""
+    cable: T w_k off by 1-2x the turns, the last step's by 4-9 %); None: T w_k.
+
+    ``atol`` (rad): the passes also stop once a pass is below it -- TURN_GAP_FRACTION of the
+    last step's gap between the predicted and the reached turns (``step.step``)."""
     T = float(T)
     framed = _kinds(cp).framed
     static = local_statics(cp, p_w, R_wb)      # the poses are the step's: every terms call shares it
@@ -1281,7 +1295,7 @@ def turns(cp: Couplings, p_w, R_wb, V, T: float, A, rhs, tol=TURN_TOL, max_iter=
             A1, b1 = A.copy(), rhs.copy()
             Aab, e, _ = terms(cp, p_w, R_wb, V, theta, T, A1, b1, static)
             return theta, -1, (A1, b1, Aab, e), None
-        if d <= tol * max(np.abs(theta).max(), TURN_FLOOR):
+        if d <= max(tol * max(np.abs(theta).max(), TURN_FLOOR), atol):
             return theta, it + 1, (A1, b1, Aab, e), newton
         if d < best[0]:
             best = (d, theta, (A1, b1, Aab, e))
