@@ -285,28 +285,37 @@ def test_a_kept_newton_matrix_saves_matrices_on_the_winding():
 START_PASSES_SHARE = 0.92
 
 
+def _shipped_winding(steps=60, past=5):
+    """The shipped winding's steps past the start's kick: yields (model, before, st, blk)
+    at each step's start -- ``before`` the state a step earlier, ``blk`` the bodies' blocks --
+    and takes the step once the caller is done with it."""
+    from sim_core.scenarios import scenario
+    model, st, cfg = scenario.load("cable_winding")
+    loop = scenario.record(cfg).control.start()
+    before = None
+    for k in range(steps):
+        inp = loop.inputs(model, st, model.dt)
+        if k >= past:
+            yield model, before, st, rigid.blocks(model, st, inp, model.dt)
+        before = st
+        st, info = step_mod.step(model, st, inp)
+        loop.measure(st, info)
+
+
 def test_the_last_steps_turns_start_the_solve_to_the_same_turns_in_fewer_passes():
     """``couplings.turns`` started at the last step's turns (``types.Warm.turns``, as
     ``step.step`` passes them) finds the turns a start at T w_k finds, to the passes' tolerance,
     and in fewer passes where the links' rates ring from step to step (the shipped winding)."""
-    from sim_core.scenarios import scenario
-    model, st, cfg = scenario.load("cable_winding")
-    loop = scenario.record(cfg).control.start()
     passes = {"last": 0, "T w_k": 0}
-    for k in range(60):
-        inp = loop.inputs(model, st, model.dt)
-        if k >= 5:
-            blk = rigid.blocks(model, st, inp, model.dt)
-            got = {how: couplings.turns(model.couplings, st.p_w, st.R_wb, st.V, model.dt, blk.A, blk.b,
-                                        newton=st.warm.newton, start=start)
-                   for how, start in (("last", st.warm.turns), ("T w_k", None))}
-            assert st.warm.turns is not None and got["last"][1] > 0 and got["T w_k"][1] > 0
-            assert np.abs(got["last"][0] - got["T w_k"][0]).max() <= KEPT_MATRIX_TOL * max(
-                np.abs(got["T w_k"][0]).max(), couplings.TURN_FLOOR)
-            for how in passes:
-                passes[how] += got[how][1]
-        st, info = step_mod.step(model, st, inp)
-        loop.measure(st, info)
+    for model, _, st, blk in _shipped_winding():
+        got = {how: couplings.turns(model.couplings, st.p_w, st.R_wb, st.V, model.dt, blk.A, blk.b,
+                                    newton=st.warm.newton, start=start)
+               for how, start in (("last", st.warm.turns), ("T w_k", None))}
+        assert st.warm.turns is not None and got["last"][1] > 0 and got["T w_k"][1] > 0
+        assert np.abs(got["last"][0] - got["T w_k"][0]).max() <= KEPT_MATRIX_TOL * max(
+            np.abs(got["T w_k"][0]).max(), couplings.TURN_FLOOR)
+        for how in passes:
+            passes[how] += got[how][1]
     assert passes["last"] <= START_PASSES_SHARE * passes["T w_k"], passes
 
 
@@ -470,29 +479,19 @@ def test_the_turns_stop_at_the_contacts_share_of_their_gap():
     once its pass is below TURN_GAP_FRACTION of the last step's gap (``types.Warm.turn_gap``),
     within that of the turns solved to TURN_TOL, in fewer passes; a free cable has no gap and
     keeps TURN_TOL (its energy tests above)."""
-    from sim_core.scenarios import scenario
-    model, st, cfg = scenario.load("cable_winding")
-    loop = scenario.record(cfg).control.start()
     passes = {"gap": 0, "tol": 0}
-    for k in range(60):
-        inp = loop.inputs(model, st, model.dt)
-        if k >= 5:
-            atol = couplings.TURN_GAP_FRACTION * st.warm.turn_gap
-            blk = rigid.blocks(model, st, inp, model.dt)
-            got = {how: couplings.turns(model.couplings, st.p_w, st.R_wb, st.V, model.dt, blk.A, blk.b,
-                                        newton=st.warm.newton, start=st.warm.turns, atol=a)
-                   for how, a in (("gap", atol), ("tol", 0.0))}
-            assert got["gap"][1] > 0 and got["tol"][1] > 0
-            assert np.abs(got["gap"][0] - got["tol"][0]).max() <= GAP_STOP_MARGIN * atol
-            for how in passes:
-                passes[how] += got[how][1]
-        V0 = st.V
-        st, info = step_mod.step(model, st, inp)
-        loop.measure(st, info)
-        reached = 0.5 * model.dt * (V0[:, 3:] + st.V[:, 3:])
+    for model, before, st, blk in _shipped_winding():
+        reached = 0.5 * model.dt * (before.V[:, 3:] + st.V[:, 3:])      # the last step's turns
         assert st.warm.turn_gap == pytest.approx(np.abs(reached - st.warm.turns).max(), rel=1e-12)
-        if k >= 5:
-            assert st.warm.turn_gap > 0.1 * np.abs(st.warm.turns).max()      # the premise: a large gap
+        assert st.warm.turn_gap > 0.1 * np.abs(st.warm.turns).max()         # the premise: a large gap
+        atol = couplings.TURN_GAP_FRACTION * st.warm.turn_gap
+        got = {how: couplings.turns(model.couplings, st.p_w, st.R_wb, st.V, model.dt, blk.A, blk.b,
+                                    newton=st.warm.newton, start=st.warm.turns, atol=a)
+               for how, a in (("gap", atol), ("tol", 0.0))}
+        assert got["gap"][1] > 0 and got["tol"][1] > 0
+        assert np.abs(got["gap"][0] - got["tol"][0]).max() <= GAP_STOP_MARGIN * atol
+        for how in passes:
+            passes[how] += got[how][1]
     assert passes["gap"] <= GAP_PASSES_SHARE * passes["tol"], passes
     model, st = bent_moving(40)
     inp = _rest_inputs(40)
