@@ -225,7 +225,8 @@ def step(model: Model, state: State, inp: Inputs, dt: float | None = None,
         return halves(model, state, inp, dt, splits - 1)
     Vn = sol.V.reshape(model.n_bodies, 6)
     gap = 0.0 if turned is None else float(np.abs(0.5 * dt * (state.V[:, 3:] + Vn[:, 3:]) - turned).max())
-    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton, turned, gap)
+    warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, sol.budget, getattr(sol, "cut", None), newton, turned, gap,
+                sol.push_need)
     p, R = rigid.advance(state, Vn, dt)
     if sol.shift is not None:              # compliant contacts: the closed form's displacement
         p, R = compliant_stage.apply_shift(p, R, sol.shift)
@@ -269,6 +270,7 @@ def turn_passes(model: Model, state: State, inp: Inputs, c: Contacts, on: np.nda
         raise ValueError(f"step: contact.turn_passes needs island_solver direct or direct_dense, not "
                          f"{model.contact.island_solver!r} (its cut couplings are taken at the predicted turns)")
     budget = None if state.warm is None else state.warm.budget
+    need = None if state.warm is None else state.warm.push_need
     best, done = None, 0
     for k in range(model.contact.turn_passes + 1):
         Vb = sol.V.reshape(B, 6)
@@ -285,7 +287,7 @@ def turn_passes(model: Model, state: State, inp: Inputs, c: Contacts, on: np.nda
         lin = (M, rhs, M_ab)
         blk.A[...], blk.b[...] = M, rhs
         folds = fold_systems(model, state, inp, dt, preps, blk)
-        warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, budget)
+        warm = Warm(c.x_w, sol.forces_w, on, sol.lam_c, c.idx, budget, push_need=need)
         sol = solve(model, replace(state, warm=warm), c, on, blk, M_ab, row, dt)
         done = k + 1
     return best[1], best[2], (done, best[0])
@@ -384,6 +386,8 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
     island = island_solvers.ISLAND_SOLVERS[model.contact.island_solver]
     old = None if state.warm is None else state.warm.budget
     budget = np.zeros(model.n_bodies) if old is None else old.copy()
+    old = None if state.warm is None else state.warm.push_need
+    need = np.full(model.n_bodies, -np.inf) if old is None or len(old) != model.n_bodies else old.copy()
     local = np.full(model.n_bodies, -1, np.int64)
     for g in groups:
         local[:] = -1
@@ -398,7 +402,7 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
             keep = local[state.warm.body] >= 0
             node = None if state.warm.node is None else state.warm.node[keep]   # the node rows: the warm
             warm = Warm(state.warm.x_w[keep], state.warm.f_w[keep], local[state.warm.body[keep]], state.warm.lam_c,
-                        node, budget[g])                                     # start a world of the island has
+                        node, budget[g], push_need=need[g])                  # start a world of the island has
         row_g = None
         if row is not None and np.any(row[0][cols]):
             row_g = (row[0][cols], row[1])
@@ -428,7 +432,9 @@ def solve(model: Model, state: State, c: Contacts, on: np.ndarray, blk, A_ab, ro
         sweeps, lam_c, capped = max(sweeps, s.sweeps), lam_c + s.lam_c, capped or s.capped
         if s.budget is not None:
             budget[g] = s.budget
-    return Solution(V, lam, forces, gen, sweeps, lam_c, budget, capped=capped, cut=cut)
+        if s.push_need is not None:
+            need[g] = s.push_need
+    return Solution(V, lam, forces, gen, sweeps, lam_c, budget, capped=capped, cut=cut, push_need=need)
 
 
 def info_of(model: Model, found: Found, sol, laps: Laps, tau=None, grasp_error: float = 0.0,

@@ -182,6 +182,8 @@ class Warm:
     turn_gap: float = 0.0             # rad: how far the step's solve moved the turns from ``turns`` (the largest
                                       # |T (w_k + w+)/2 - turns|): the contacts' share, what the next step's
                                       # prediction need not beat (``couplings.TURN_GAP_FRACTION``)
+    push_need: np.ndarray | None = None  # (bodies,) J: what each body's last refused push-out asked of its
+                                         # budget, not offered again below it (``solvers.push_out``)
 
 
 def _batched(a, tail: tuple) -> np.ndarray:

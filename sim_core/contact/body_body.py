@@ -190,7 +190,7 @@ def solve(model, state, solver, sub: Contacts, g: np.ndarray, blk, V_prev: np.nd
         # the next pass starts from this one's forces (the same contacts: matched exactly), with
         # the step's own energy budget and C-space warm start
         start = Warm(sub.x_w, s.forces_w, sub.body, 0.0 if warm is None else warm.lam_c, sub.idx,
-                     None if warm is None else warm.budget)
+                     None if warm is None else warm.budget, push_need=None if warm is None else warm.push_need)
     if change <= FIXED_POINT_TOL:
         return s
     # the forces held, w_bar alone to its fixed point: each body's block on its own

@@ -248,7 +248,8 @@ def solve(model, state, c, on, blk, A_ab, row, dt: float, mask: np.ndarray, rigi
     lam_all[ic] = lam
     f_all[ic] = np.einsum("mij,mj->mi", Cf, lam)
     lam_all[rigid], f_all[rigid] = sr.lam, sr.forces_w
-    return Solution(V, lam_all, f_all, sr.generalized + gen_c, sr.sweeps, sr.lam_c, sr.budget, shift=shift)
+    return Solution(V, lam_all, f_all, sr.generalized + gen_c, sr.sweeps, sr.lam_c, sr.budget, shift=shift,
+                    push_need=sr.push_need)
 
 
 def apply_shift(p: np.ndarray, R: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
