@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sim_core.scenarios import snap_fit  # noqa: E402
+from sim_core.step import Laps  # noqa: E402
 from sim_core.systems.fem import prong as prong_mod  # noqa: E402
 from sim_core.systems.fem import snap  # noqa: E402
 
@@ -47,6 +48,17 @@ def plug_network():
     return snap_fit.plug_sdf(cfg)
 
 
+def stage_times(m, path, duration: float) -> np.ndarray:
+    """(steps, stages) s: each step's wall time per stage (``snap.STAGES``; 0 where a step has no
+    such stage, e.g. no contact to solve), the same insertion as the row's timed run, laps on."""
+    state, out = snap.start(m, P0), []
+    for _ in range(int(round(duration / m.T))):
+        laps = Laps()
+        state, _ = snap.step(m, state, path(state.t + m.T), laps)
+        out.append([laps.times.get(s, 0.0) for s in snap.STAGES])
+    return np.array(out)
+
+
 def row(pm, model: str, duration: float, sdf=None) -> dict:
     m = snap.build(pm, model=model, sdf=sdf)
     path = snap.descent(P0, SPEED, Z_END)
@@ -58,7 +70,28 @@ def row(pm, model: str, duration: float, sdf=None) -> dict:
     return {"coords": len(m.modal.w2), "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
             "click": float(a["t"][k]) if k > 0 else float("nan"),
             "peak": float(a["plug_force"][:k if k > 0 else None, 2].max()),
-            "pen": float(a["penetration"].max())}
+            "pen": float(a["penetration"].max()), "stages": stage_times(m, path, duration)}
+
+
+def print_stages(rows: list) -> None:
+    """Per model, each stage's median / p99 ms a step, and the bound the stages set on Model 4's
+    ratio: a step costs at least its stages that do not grow with the coordinates
+    (``snap.STAGES_IN_R``'s complement: the k-means and the contact solve), so even with every
+    other stage free Model 4's median step is no shorter than their per-step sum's median."""
+    print("\nper stage, median / p99 ms a step (laps on; stages marked * grow with the coordinates)")
+    print(f"{'model':20s} " + " ".join(f"{s + ('*' if s in snap.STAGES_IN_R else ''):>15s}" for s in snap.STAGES))
+    for label, r in rows:
+        st = r["stages"] * 1e3
+        print(f"{label:20s} " + " ".join(f"{np.median(c):7.3f}/{np.percentile(c, 99):7.3f}" for c in st.T))
+    shared = [i for i, s in enumerate(snap.STAGES) if s not in snap.STAGES_IN_R]
+    m1 = rows[0][1]
+    for label, r in rows[1:]:
+        if r["coords"] < m1["coords"]:
+            floor_ms = float(np.median(r["stages"][:, shared].sum(axis=1)))
+            print(f"{label}: its k-means and solve alone {floor_ms * 1e3:.3f} ms median a step, so at most "
+                  f"{m1['median'] / floor_ms:.2f}x Model 1 ({m1['median'] * 1e3:.3f} ms) even if every stage that "
+                  f"grows with the coordinates cost nothing; the coordinates' ratio "
+                  f"{m1['coords'] / r['coords']:.2f}x")
 
 
 def core_row(mesh: str, duration: float) -> dict:
@@ -106,9 +139,10 @@ def main(argv=None) -> int:
               f"{pm.split.parts[0].dof} + {pm.split.parts[1].dof}; reduced {pm.bases[0].order} + {pm.bases[1].order}")
         print(f"{'model':20s} {'coords':>6s} {'median ms':>9s} {'p99 ms':>7s} {'kHz':>6s} {'vs M1':>6s} "
               f"{'click s':>8s} {'peak N':>7s} {'pen um':>7s}")
-        base, net = None, plug_network()
+        base, net, rows = None, plug_network(), []
         for label, model, detect in LADDER:
             r = row(pm, model, a.duration, net if detect == "neural" else None)
+            rows.append((label, r))
             base = base or r["median"]
             print(f"{label:20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
                   f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
@@ -117,6 +151,7 @@ def main(argv=None) -> int:
         print(f"{'Model 4 in the core':20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
               f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
               f"{r['pen'] * 1e6:7.2f}", flush=True)
+        print_stages(rows)
     return 0
 
 

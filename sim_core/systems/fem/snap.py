@@ -162,6 +162,22 @@ class SnapInfo:
 
 MODELS = ("whole", "segmented", "reduced")    # seed 003 Fig. 5's Models 1 (2), 3 and 4
 
+# The step's stages as ``step`` laps them (``laps``: any object with ``lap(stage)``, such as
+# ``sim_core.step.Laps``; ``bench/snap.py`` prints them per model).  "check" is the work after the
+# solve: the surface points' speeds (the next step's reach) and ``_missed`` with its second solve.
+STAGES = ("free", "detection", "representatives", "delassus", "solve", "check", "integration")
+# the stages whose cost grows with the prongs' modal coordinates r (products with Ps, PsT or the
+# modes); the others -- the k-means and the contact solve -- cost the same in every model
+STAGES_IN_R = ("free", "detection", "delassus", "check", "integration")
+
+
+class _NoLaps:
+    def lap(self, stage: str) -> None:
+        pass
+
+
+_NO_LAPS = _NoLaps()
+
 
 def _prong_dynamics(prong: ProngModels, T: float, model: str):
     """(ModalPmi with P over the contact segment's nodes, foot_K, foot_M, the prong mesh's vertices'
@@ -246,7 +262,7 @@ def _detect(model: SnapModel, state: SnapState):
     return _detected(model, state, _reach(model, state))[:4]
 
 
-def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray):
+def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, laps=_NO_LAPS):
     """The candidate points, side 0's then side 1's, and every point's distance: (side (n,) int,
     node index (n,) int, gap (n,) m, outward normal (n, 3) world, d (2, k) m (inf beyond reach of
     the plug's box)).
@@ -263,7 +279,10 @@ def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray):
     A point that starts moving within the step (a hook let go by the head) is caught after the
     solve (``_missed``)."""
     d, g, rel = _distances(model, state.q, state.p, float(np.max(reach_pt)))
-    return (*_candidates(_pick(model, d < reach_pt, rel, g, d), d, g), d)
+    laps.lap("detection")
+    found = _candidates(_pick(model, d < reach_pt, rel, g, d), d, g)
+    laps.lap("representatives")
+    return (*found, d)
 
 
 def _reach(model: SnapModel, state: SnapState) -> np.ndarray:
@@ -387,29 +406,35 @@ def free_rates(model: SnapModel, state: SnapState) -> np.ndarray:
 
 
 def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_inv: np.ndarray,
-                   V_free: np.ndarray) -> Solved:
+                   V_free: np.ndarray, laps=_NO_LAPS) -> Solved:
     """Stages 2-5: detection, representatives, the Delassus operator and the solve, for a plug
     whose end-of-step velocity is V_free + A_inv F (A_inv (3, 3) m/(N s): how a force on it moves
     it -- the admittance's here, the core's body block (with the arm folded in, if it holds the
     plug) in ``socket.SnapSocket``).  Then the check: a point the detection left out that the
     solved step carries inside the plug joins the candidates, and the step is solved again, once
     (``_missed``: a hook let go by the head springs in within the step, up to ~0.5 mm, and was
-    found 24 um inside the neck the next step at 300-950 mm/s insertions)."""
-    side, node, gap, nrm, d = _detected(model, state, _reach(model, state))
-    sol = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free)
+    found 24 um inside the neck the next step at 300-950 mm/s insertions).  `laps`: the stages'
+    wall time (``STAGES``)."""
+    side, node, gap, nrm, d = _detected(model, state, _reach(model, state), laps)
+    sol = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
     qh, V1, speed = _moved(model, sol, qh_free, A_inv, V_free)
     T = model.T
     closest = d - T * (speed + float(np.linalg.norm(0.5 * (state.V + V1))))   # each point's end distance, at least
     closest[side, node] = np.inf
     if closest.min() > -MISSED_DEPTH:               # no point left out can end that deep in
+        laps.lap("check")
         return replace(sol, speed=speed)
     q1, p1 = state.q + T * qh, state.p + 0.5 * T * (state.V + V1)   # advance_prongs', the core's
     extra = _missed(model, state, q1, p1, side, node)
     if extra is None:
+        laps.lap("check")
         return replace(sol, speed=speed)
     side, node, gap, nrm = (np.concatenate([a, b]) for a, b in zip((side, node, gap, nrm), extra))
-    again = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free)
-    return replace(again, penetration=sol.penetration, speed=_moved(model, again, qh_free, A_inv, V_free)[2])
+    laps.lap("check")
+    again = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
+    speed = _moved(model, again, qh_free, A_inv, V_free)[2]
+    laps.lap("check")
+    return replace(again, penetration=sol.penetration, speed=speed)
 
 
 def _moved(model: SnapModel, sol: Solved, qh_free, A_inv, V_free):
@@ -419,7 +444,8 @@ def _moved(model: SnapModel, sol: Solved, qh_free, A_inv, V_free):
     return qh, V_free + np.asarray(A_inv, float) @ sol.F_plug, _speeds(model, qh)
 
 
-def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_inv, V_free) -> Solved:
+def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_inv, V_free,
+           laps=_NO_LAPS) -> Solved:
     """Stages 4-5 for the candidates (side, node, gap, nrm) of ``_detect`` and the seat."""
     mp, T = model.modal, model.T
     nc = len(node)
@@ -445,14 +471,17 @@ def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_
     G = np.eye(3 * m).reshape(m, 3, 3 * m)            # contact space: the solver's identity rows
     mu = np.full(m, model.mu)
     mu[nc:] = 0.0                                     # the seat: frictionless
+    laps.lap("delassus")
     # 5. the contact solve
     lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
                                                  SOLVER_ITERATIONS, SOLVER_TOL, np.zeros((m, 3)),
                                                  np.zeros(3 * m), 0.0, 0.0)
     f_w = (C @ lam[:, :, None])[:, :, 0]              # on side A, world
     seat = float(lam[-1, 0]) if m > nc else 0.0
-    return Solved(-f_w.sum(axis=0), _modal_loads(model.Ps, node, side, sign, f_w, r), seat, pen, m, int(sweeps),
-                  float(resid))
+    sol = Solved(-f_w.sum(axis=0), _modal_loads(model.Ps, node, side, sign, f_w, r), seat, pen, m, int(sweeps),
+                 float(resid))
+    laps.lap("solve")
+    return sol
 
 
 @njit(cache=True)
@@ -548,19 +577,21 @@ def advance_prongs(model: SnapModel, state: SnapState, qh_free: np.ndarray, sol:
     return q1, qd1, floor, mp.P[model.tip_row] @ q1.T
 
 
-def step(model: SnapModel, state: SnapState, p_set) -> tuple[SnapState, SnapInfo]:
+def step(model: SnapModel, state: SnapState, p_set, laps=_NO_LAPS) -> tuple[SnapState, SnapInfo]:
     """One step of T towards the plug's set point `p_set` (3,) m, world: the stages above with the
     plug's own admittance (eq. (5)); ``socket.SnapSocket`` runs the same stages inside the core's
-    step, the plug a body of the core."""
+    step, the plug a body of the core.  `laps`: each stage's wall time (``STAGES``)."""
     T = model.T
     qh_free = free_rates(model, state)                   # 1. free motion
     a = model.admittance
     A_pl = model.A_plug
     b_pl = (a.mass / T - 0.5 * a.D - 0.25 * a.K * T) * state.V - a.K * (state.p - p_set)
-    sol = solve_contacts(model, state, qh_free, np.diag(1.0 / A_pl), b_pl / A_pl)    # 2-5
+    laps.lap("free")
+    sol = solve_contacts(model, state, qh_free, np.diag(1.0 / A_pl), b_pl / A_pl, laps)    # 2-5
     q1, qd1, floor, tip = advance_prongs(model, state, qh_free, sol)                  # 6. integration
     V1 = (b_pl + sol.F_plug) / A_pl
     p1 = state.p + 0.5 * T * (state.V + V1)
+    laps.lap("integration")
     return (SnapState(state.t + T, q1, qd1, p1, V1, sol.speed),
             SnapInfo(sol.F_plug, floor, sol.penetration, sol.m, sol.sweeps, sol.residual, tip))
 

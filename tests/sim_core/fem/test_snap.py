@@ -206,3 +206,23 @@ def test_the_box_prefilter_keeps_every_point_within_reach():
         assert np.isin(within, near).all()
         left_out.append(1.0 - len(near) / (2 * k))
     assert max(left_out) > 0.5                            # it does leave points out
+
+
+def test_the_stage_laps_cover_the_step_and_change_nothing():
+    """``snap.step`` with laps (``bench/snap.py``'s per-stage table) lands on the same state bit for
+    bit as without, laps only ``snap.STAGES``, and through the click every stage is lapped."""
+    from sim_core.step import Laps
+    m = model()
+    path = snap.descent(P0, SPEED, Z_END)
+    plain = timed = snap.start(m, P0)
+    seen = set()
+    for _ in range(int(round(0.5 / m.T))):               # past the click (~0.47 s)
+        p_set = path(plain.t + m.T)
+        plain, _ = snap.step(m, plain, p_set)
+        laps = Laps()
+        timed, _ = snap.step(m, timed, p_set, laps)
+        assert set(laps.times) <= set(snap.STAGES) and min(laps.times.values()) >= 0.0
+        seen |= set(laps.times)
+    assert seen == set(snap.STAGES)
+    for f in ("q", "qd", "p", "V", "speed"):
+        assert np.array_equal(getattr(plain, f), getattr(timed, f)), f
