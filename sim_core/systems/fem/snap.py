@@ -147,6 +147,8 @@ class SnapState:
     V: np.ndarray                # (3,) m/s, the plug's velocity
     speed: np.ndarray | None = None  # (2, k) m/s, the surface points' speeds over the last step (its
                                      # travel / T: the midpoint rates'; None: at rest)
+    u: np.ndarray | None = None      # (2, k, 3) m, prong frame: the surface points' displacements at q,
+                                     # carried from step to step (``surface_u``; None: computed from q)
 
 
 @dataclass
@@ -232,15 +234,21 @@ def start(model: SnapModel, p0) -> SnapState:
     return SnapState(0.0, np.zeros((2, r)), np.zeros((2, r)), np.asarray(p0, float).copy(), np.zeros(3))
 
 
-def _distances(model: SnapModel, q: np.ndarray, p: np.ndarray, reach: float):
-    """The surface points' signed distances to the plug with the prongs at modal coordinates q
-    (2, r) and the plug's origin at p (3,): (d (2, k) m, inf beyond `reach` of the plug's box;
-    outward normals in the profile's plane g (2, k, 2) [x z]; positions in the plug's frame rel
-    (2, k, 3))."""
+def surface_u(model: SnapModel, q: np.ndarray) -> np.ndarray:
+    """(2, k, 3) m, prong frame: the surface points' displacements at modal coordinates q (2, r)."""
+    return (q @ model.PsT).reshape(2, len(model.X_contact), 3)       # one BLAS product
+
+
+def _distances(model: SnapModel, u: np.ndarray, p: np.ndarray, reach: float, among: np.ndarray | None = None):
+    """The surface points' signed distances to the plug with the prongs' surface displaced by u
+    (2, k, 3) m (``surface_u``) and the plug's origin at p (3,): (d (2, k) m, inf beyond `reach`
+    of the plug's box -- or, given `among` (flat indices into 2k), inf but there; outward
+    normals in the profile's plane g (2, k, 2) [x z]; positions in the plug's frame rel (2, k, 3))."""
     k = len(model.X_contact)
-    u = (q @ model.PsT).reshape(2, k, 3)                     # (2, k, 3) local: one BLAS product
     rel, rel_xz = np.empty((2 * k, 3)), np.empty((2 * k, 2))
     near_box = _relative(u, model.X_contact, model.spacing, p, *model.plug_polygons, reach, rel, rel_xz)
+    if among is not None:
+        near_box = among
     d, g = np.full(2 * k, np.inf), np.zeros((2 * k, 2))   # beyond reach of the plug's box: d >= reach
     d[near_box], g[near_box] = _plug_sdf(model, rel, rel_xz, near_box, reach)
     return d.reshape(2, k), g.reshape(2, k, 2), rel.reshape(2, k, 3)
@@ -262,7 +270,7 @@ def _detect(model: SnapModel, state: SnapState):
     return _detected(model, state, _reach(model, state))[:4]
 
 
-def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, laps=_NO_LAPS):
+def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, laps=_NO_LAPS, u=None):
     """The candidate points, side 0's then side 1's, and every point's distance: (side (n,) int,
     node index (n,) int, gap (n,) m, outward normal (n, 3) world, d (2, k) m (inf beyond reach of
     the plug's box)).
@@ -278,7 +286,9 @@ def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, laps=_NO
     spread the representatives over the whole prong (3 -> 23-55 um deep at the shipped speed).
     A point that starts moving within the step (a hook let go by the head) is caught after the
     solve (``_missed``)."""
-    d, g, rel = _distances(model, state.q, state.p, float(np.max(reach_pt)))
+    if u is None:
+        u = surface_u(model, state.q) if state.u is None else state.u
+    d, g, rel = _distances(model, u, state.p, float(np.max(reach_pt)))
     laps.lap("detection")
     found = _candidates(_pick(model, d < reach_pt, rel, g, d), d, g)
     laps.lap("representatives")
@@ -294,10 +304,11 @@ def _reach(model: SnapModel, state: SnapState) -> np.ndarray:
     return reach
 
 
-def _speeds(model: SnapModel, qh: np.ndarray) -> np.ndarray:
-    """(2, k) m/s: the surface points' speeds at the prongs' modal rates qh (2, r)."""
-    u = (qh @ model.PsT).reshape(2, len(model.X_contact), 3)
-    return np.sqrt(np.einsum("ski,ski->sk", u, u))     # np.linalg.norm's, in a third of its time
+def _speeds(model: SnapModel, qh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the surface points' velocities (2, k, 3) m/s, prong frame, and speeds (2, k) m/s) at the
+    prongs' modal rates qh (2, r)."""
+    uh = surface_u(model, qh)
+    return uh, np.sqrt(np.einsum("ski,ski->sk", uh, uh))     # np.linalg.norm's, in a third of its time
 
 
 def _pick(model: SnapModel, near: np.ndarray, rel: np.ndarray, g: np.ndarray, depth: np.ndarray) -> list:
@@ -320,16 +331,17 @@ def _candidates(picked, d, g):
     return side, node, d[side, node], np.stack([gn[:, 0], np.zeros(len(node)), gn[:, 1]], axis=1)
 
 
-def _missed(model: SnapModel, state: SnapState, q1: np.ndarray, p1: np.ndarray, side, node):
-    """The points the detection left out that end the step inside the plug (prongs at q1, plug at
-    p1): (side, node, gap, normal) at the step's start, as ``_detect``'s, at most ``clusters``
-    per side (the deepest at the end of each cluster), or None when there are none."""
-    d1, _, _ = _distances(model, q1, p1, 0.0)
+def _missed(model: SnapModel, state: SnapState, u0: np.ndarray, u1: np.ndarray, p1: np.ndarray, side, node):
+    """The points the detection left out that end the step inside the plug (the surface displaced
+    by u1 (2, k, 3), the plug at p1): (side, node, gap, normal) at the step's start (displaced by
+    u0), as ``_detect``'s, at most ``clusters`` per side (the deepest at the end of each cluster),
+    or None when there are none."""
+    d1, _, _ = _distances(model, u1, p1, 0.0)
     inside = d1 < -MISSED_DEPTH
     inside[side, node] = False
     if not inside.any():
         return None
-    d0, g0, rel0 = _distances(model, state.q, state.p, np.inf)
+    d0, g0, rel0 = _distances(model, u0, state.p, np.inf, np.flatnonzero(inside))   # theirs alone
     return _candidates(_pick(model, inside, rel0, g0, d1), d0, g0)
 
 
@@ -398,6 +410,8 @@ class Solved:
     sweeps: int
     residual: float              # N
     speed: np.ndarray | None = None   # (2, k) m/s, the surface points' speeds over the step
+    u: np.ndarray | None = None       # (2, k, 3) m, prong frame: the surface points' displacements at
+                                      # the step's end, u + T u_hat (= surface_u(q1) to round-off)
 
 
 def free_rates(model: SnapModel, state: SnapState) -> np.ndarray:
@@ -415,33 +429,35 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     (``_missed``: a hook let go by the head springs in within the step, up to ~0.5 mm, and was
     found 24 um inside the neck the next step at 300-950 mm/s insertions).  `laps`: the stages'
     wall time (``STAGES``)."""
-    side, node, gap, nrm, d = _detected(model, state, _reach(model, state), laps)
+    u0 = surface_u(model, state.q) if state.u is None else state.u
+    side, node, gap, nrm, d = _detected(model, state, _reach(model, state), laps, u0)
     sol = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
-    qh, V1, speed = _moved(model, sol, qh_free, A_inv, V_free)
+    V1, uh, speed = _moved(model, sol, qh_free, A_inv, V_free)
     T = model.T
+    u1 = u0 + T * uh                              # the surface at q1 = q + T q_hat (advance_prongs')
     closest = d - T * (speed + float(np.linalg.norm(0.5 * (state.V + V1))))   # each point's end distance, at least
     closest[side, node] = np.inf
     if closest.min() > -MISSED_DEPTH:               # no point left out can end that deep in
         laps.lap("check")
-        return replace(sol, speed=speed)
-    q1, p1 = state.q + T * qh, state.p + 0.5 * T * (state.V + V1)   # advance_prongs', the core's
-    extra = _missed(model, state, q1, p1, side, node)
+        return replace(sol, speed=speed, u=u1)
+    p1 = state.p + 0.5 * T * (state.V + V1)       # the plug's end, the core's midpoint
+    extra = _missed(model, state, u0, u1, p1, side, node)
     if extra is None:
         laps.lap("check")
-        return replace(sol, speed=speed)
+        return replace(sol, speed=speed, u=u1)
     side, node, gap, nrm = (np.concatenate([a, b]) for a, b in zip((side, node, gap, nrm), extra))
     laps.lap("check")
     again = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
-    speed = _moved(model, again, qh_free, A_inv, V_free)[2]
+    _, uh, speed = _moved(model, again, qh_free, A_inv, V_free)
     laps.lap("check")
-    return replace(again, penetration=sol.penetration, speed=speed)
+    return replace(again, penetration=sol.penetration, speed=speed, u=u0 + T * uh)
 
 
 def _moved(model: SnapModel, sol: Solved, qh_free, A_inv, V_free):
-    """What the solved forces do over the step: (the prongs' midpoint modal rates (2, r), the
-    plug's end velocity (3,) m/s, the surface points' speeds (2, k) m/s)."""
+    """What the solved forces do over the step: (the plug's end velocity (3,) m/s, the surface
+    points' midpoint velocities (2, k, 3) m/s, prong frame, and their speeds (2, k) m/s)."""
     qh = sol.phi / model.modal.mhat + qh_free
-    return qh, V_free + np.asarray(A_inv, float) @ sol.F_plug, _speeds(model, qh)
+    return (V_free + np.asarray(A_inv, float) @ sol.F_plug, *_speeds(model, qh))
 
 
 def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_inv, V_free,
@@ -592,7 +608,7 @@ def step(model: SnapModel, state: SnapState, p_set, laps=_NO_LAPS) -> tuple[Snap
     V1 = (b_pl + sol.F_plug) / A_pl
     p1 = state.p + 0.5 * T * (state.V + V1)
     laps.lap("integration")
-    return (SnapState(state.t + T, q1, qd1, p1, V1, sol.speed),
+    return (SnapState(state.t + T, q1, qd1, p1, V1, sol.speed, sol.u),
             SnapInfo(sol.F_plug, floor, sol.penetration, sol.m, sol.sweeps, sol.residual, tip))
 
 

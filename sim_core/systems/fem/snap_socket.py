@@ -62,6 +62,8 @@ class SocketState:
                                     # plug through it feels (``pull``)
     speed: np.ndarray | None = None  # (2, k) m/s, the prong surface points' speeds over the last step
                                      # (``snap.SnapState.speed``: the detection's reach)
+    u: np.ndarray | None = None      # (2, k, 3) m, prong frame: the surface points' displacements at q
+                                     # (``snap.SnapState.u``; None: computed from q)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class SnapSocket:
 
     def _snap_state(self, state, sub: SocketState) -> snap.SnapState:
         b = self.body
-        return snap.SnapState(state.t, sub.q, sub.qd, state.p_w[b], state.V[b, :3], sub.speed)
+        return snap.SnapState(state.t, sub.q, sub.qd, state.p_w[b], state.V[b, :3], sub.speed, sub.u)
 
     def prepare(self, model, state, sub: SocketState, inp, dt: float, blocks) -> None:
         if abs(dt - self.snap.T) > DT_TOL * self.snap.T:
@@ -108,7 +110,7 @@ class SnapSocket:
         V1 = V_next[self.body, :3]
         p1 = st.p + 0.5 * dt * (st.V + V1)     # the core's midpoint (``systems.rigid.advance``)
         hand = model.drive.K[self.body, :3] * (p1 - p_set) + model.drive.D[self.body, :3] * (V1 - v_set)
-        return (SocketState(q1, qd1, sol.F_plug, floor, tip, sol.seat, hand, sol.speed),
+        return (SocketState(q1, qd1, sol.F_plug, floor, tip, sol.seat, hand, sol.speed, sol.u),
                 {"wrench": wrench, "max_penetration": sol.penetration, "n_contacts": sol.m, "sweeps": sol.sweeps})
 
     def pull(self, model, sub: SocketState, body: int) -> np.ndarray:

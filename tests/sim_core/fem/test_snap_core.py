@@ -39,8 +39,8 @@ def test_the_folded_socket_moves_the_plug_as_the_snaps_own_step():
     touched, dp, du, df = 0, 0.0, 0.0, 0.0
     for _ in range(400):
         sub = state.systems[0]
-        own, oi = snap.step(sock.snap, snap.SnapState(state.t, sub.q, sub.qd, state.p_w[0], state.V[0, :3], sub.speed),
-                            p_set)
+        own, oi = snap.step(sock.snap, snap.SnapState(state.t, sub.q, sub.qd, state.p_w[0], state.V[0, :3],
+                                                      sub.speed, sub.u), p_set)
         state, info = step_mod.step(model, state, inp)
         touched += info.n_contacts > 0
         dp = max(dp, float(np.abs(state.p_w[0] - own.p).max()))
