@@ -200,6 +200,37 @@ def test_modal_and_eliminated_steps_agree():
     assert np.allclose(x_m, x_e, rtol=0.0, atol=3e-5 * np.abs(x_e).max())
 
 
+# relative: the whole model in its modes against the plain nodal PMI step (seed 003's Model 1:
+# products with the precalculated M_hat^-1) -- their hook admittances (measured 1.1e-11 of the
+# largest) and, under the same white-noise hook forces for 300 steps, their motion (measured
+# 3.9e-10 of the largest: the stiff modes' phase carries the nodal inverse's rounding)
+WHOLE_ADMITTANCE_SAME = 1e-9
+WHOLE_MODAL_SAME = 1e-8
+
+
+def test_the_whole_model_in_its_modes_steps_as_the_nodal_fem():
+    """``snap``'s Model 1 is the whole FEM in its modes (``ModalPmi``, diagonal): the same
+    trajectory as the plain nodal PMI (``LinearPmi``, what seed 003 calls the original FEM
+    model), and the same contact admittance -- so its cost, linear in the coordinates, is the
+    whole model's, not a reduced one's."""
+    pm = models("coarse")
+    w = pm.whole
+    nodal = LinearPmi.build(w.M, 0.0 * w.K, w.K, T)
+    modal = ModalPmi.build(w.M, w.K, T)
+    rows = (3 * pm.split.whole_of[0][pm.contact][:, None] + np.arange(3)).ravel()
+    A = nodal.Mhat_inv[np.ix_(rows, rows)]                    # v_hat per unit force on the hook
+    assert np.allclose(modal.admittance(rows), A, rtol=0.0, atol=WHOLE_ADMITTANCE_SAME * np.abs(A).max())
+    rng = np.random.default_rng(6)
+    x, v = np.zeros(w.dof), np.zeros(w.dof)
+    q, qd = np.zeros(w.dof), np.zeros(w.dof)
+    for _ in range(300):
+        f = np.zeros(w.dof)
+        f[rows] = rng.normal(size=len(rows))
+        x, v, _ = nodal.step(x, v, f)
+        q, qd, _ = modal.step(q, qd, f)
+    assert np.allclose(modal.P @ q, x, rtol=0.0, atol=WHOLE_MODAL_SAME * np.abs(x).max())
+
+
 def test_eliminated_coupling_gives_the_jointly_solved_step():
     """Eq. (14): the Schur-complement step equals solving both segments and the coupling at once."""
     pm = models("coarse")
