@@ -135,6 +135,15 @@ class Inverse3Emulator:
         with self._cond:
             return self._cond.wait_for(lambda: pred(self), timeout)
 
+    def counts(self) -> tuple[int, int]:
+        """(force commands received, replies written), taken under the thread's lock: a frame
+        being handled is counted whole or not at all.  Read without it, the reply to the last
+        command can already be at the driver (``_write``) while ``replies`` still lacks it --
+        a wait for the next reply then ends on that one (the rare ``[haply]`` flake of the
+        clamped-force test: the previous command's zero force read as the emulator's last)."""
+        with self._cond:
+            return len(self.forces), self.replies
+
     def last_force(self) -> tuple[float, np.ndarray] | None:
         with self._cond:
             return self.forces[-1] if self.forces else None
@@ -226,7 +235,7 @@ def lockstep_tick(driver, emulator: Inverse3Emulator, now: float, wrench,
     byte it wrote has reached the driver's port, then returns ``driver.read(now)``.  With
     ``expect_reply=False`` (a silent emulator) it only waits for the command to be received.
     """
-    n_forces, n_replies = len(emulator.forces), emulator.replies
+    n_forces, n_replies = emulator.counts()
     driver.write_force(wrench)
     if expect_reply:
         ok = emulator.wait_until(lambda e: e.replies > n_replies, timeout)
