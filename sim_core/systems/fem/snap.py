@@ -148,7 +148,8 @@ class SnapState:
     speed: np.ndarray | None = None  # (2, k) m/s, the surface points' speeds over the last step (its
                                      # travel / T: the midpoint rates'; None: at rest)
     u: np.ndarray | None = None      # (2, k, 3) m, prong frame: the surface points' displacements at q,
-                                     # carried from step to step (``surface_u``; None: computed from q)
+                                     # carried from step to step (``surface_u``; None: computed from q --
+                                     # what a state given another q must carry)
 
 
 @dataclass

@@ -63,7 +63,8 @@ class SocketState:
     speed: np.ndarray | None = None  # (2, k) m/s, the prong surface points' speeds over the last step
                                      # (``snap.SnapState.speed``: the detection's reach)
     u: np.ndarray | None = None      # (2, k, 3) m, prong frame: the surface points' displacements at q
-                                     # (``snap.SnapState.u``; None: computed from q)
+                                     # (``snap.SnapState.u``; None: computed from q -- what a
+                                     # sub-state given another q must carry)
 
 
 @dataclass(frozen=True)
