@@ -8,7 +8,9 @@ modes) with the plug's exact signed distance (its profile, a numba kernel; the s
 detects against the plug's mesh); Model 2 -- Model 1 with the plug's trained network
 (assets/sdf/plug_snap_fit.npz, ``tightsim train sdf``); Model 3 -- segmented, both segments full,
 the cut's spring; Model 4 -- segmented and reduced; "Model 4 exact SDF" -- Model 4 with Model 1's
-detection (what the network costs or saves at the top of the ladder); Model 4 in the core -- as the
+detection (what the network costs or saves at the top of the ladder); "Model 1 nodal" -- Model 1 in
+the form seed 003 ran it (node coordinates, products with the precalculated M_hat^-1, ``pmi.LinearPmi``;
+the same motion as Model 1's modes) -- and the Model 4 rows' ratios to it; Model 4 in the core -- as the
 shipped scenario runs it: the core's one step with the prongs as its system (``snap_socket``; the
 core's overhead shows), with the config's detector. Per row: coordinates, step
 median and p99 (wall clock, every step after a warm-up run), the rate in kHz, the ratio to Model
@@ -36,7 +38,7 @@ P0, SPEED, Z_END = (0.0, 0.0, 12.5e-3), 20e-3, 3e-3
 # (label, prong model, detection) in the ladder's order
 LADDER = (("Model 1 whole", "whole", "exact"), ("Model 2 neural", "whole", "neural"),
           ("Model 3 segmented", "segmented", "neural"), ("Model 4 reduced", "reduced", "neural"),
-          ("Model 4 exact SDF", "reduced", "exact"))
+          ("Model 4 exact SDF", "reduced", "exact"), ("Model 1 nodal", "nodal", "exact"))
 
 
 def plug_network():
@@ -67,7 +69,7 @@ def row(pm, model: str, duration: float, sdf=None) -> dict:
     a = tr.arrays()
     dt = np.diff(a["wall"])
     k = snap_fit.click_step(a)                             # the hooks let go
-    return {"coords": len(m.modal.w2), "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
+    return {"coords": m.modal.size, "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
             "click": float(a["t"][k]) if k > 0 else float("nan"),
             "peak": float(a["plug_force"][:k if k > 0 else None, 2].max()),
             "pen": float(a["penetration"].max()), "stages": stage_times(m, path, duration)}
@@ -133,7 +135,7 @@ def core_row(mesh: str, duration: float) -> dict:
     walls, defl, Fz, pen = run(duration)
     dt = np.diff(walls)
     k = snap_fit.click_step({"deflection": defl})
-    return {"coords": len(sock.snap.modal.w2), "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
+    return {"coords": sock.snap.modal.size, "median": float(np.median(dt)), "p99": float(np.percentile(dt, 99)),
             "click": (k + 1) * model.dt if k > 0 else float("nan"), "peak": float(Fz[:k if k > 0 else None].max()),
             "pen": float(pen.max())}
 
@@ -157,6 +159,9 @@ def main(argv=None) -> int:
             print(f"{label:20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
                   f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "
                   f"{r['pen'] * 1e6:7.2f}", flush=True)
+        nodal = dict(rows)["Model 1 nodal"]["median"]
+        print("against Model 1 nodal (the seed's form): " + ", ".join(
+            f"{label} {nodal / r['median']:.2f}x" for label, r in rows if label.startswith("Model 4")))
         r = core_row(mesh, a.duration)
         print(f"{'Model 4 in the core':20s} {r['coords']:6d} {r['median'] * 1e3:9.3f} {r['p99'] * 1e3:7.3f} "
               f"{1e-3 / r['median']:6.2f} {base / r['median']:5.2f}x {r['click']:8.3f} {r['peak']:7.2f} "

@@ -78,19 +78,36 @@ def _spd_inverse(A: np.ndarray, what: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LinearPmi:
-    """PMI of one linear model M, D, K at step T (constant).  Coordinates as the model's."""
+    """PMI of one linear model M, D, K at step T (constant).  Coordinates as the model's.  With
+    ``P`` it serves where a ``ModalPmi`` does (``snap``'s "nodal" prongs: seed 003's Model 1 in
+    the form the seed ran it, products with the precalculated M_hat^-1 in node coordinates)."""
     M: np.ndarray
     D: np.ndarray
     K: np.ndarray
     T: float
     Mhat_inv: np.ndarray          # (N, N) M_hat^-1
+    P: np.ndarray | None = None   # (N', N) the coordinates forces act on, x' = P x (``ModalPmi.P``'s role)
 
     @classmethod
-    def build(cls, M, D, K, T: float) -> LinearPmi:
+    def build(cls, M, D, K, T: float, P=None) -> LinearPmi:
         if not T > 0.0:
             raise ValueError(f"dt: must be > 0, got {T!r}")
-        M, D, K = _dense(M), _dense(D), _dense(K)
-        return cls(M, D, K, float(T), _spd_inverse(2.0 * M / T + D + 0.5 * T * K, "M_hat = 2M/T + D + T K/2"))
+        # sparse M, D, K stay sparse (CSR): their products a step are the mesh's nnz, not n^2;
+        # M_hat^-1 is dense (the precalculated inverse)
+        M, D, K = (sp.csr_matrix(A) if sp.issparse(A) else np.asarray(A, float) for A in (M, D, K))
+        Mhat = _dense(2.0 * M / T + D + 0.5 * T * K)
+        return cls(M, D, K, float(T), _spd_inverse(Mhat, "M_hat = 2M/T + D + T K/2"),
+                   None if P is None else np.asarray(P, float))
+
+    @property
+    def size(self) -> int:
+        """The coordinates' count."""
+        return self.M.shape[0]
+
+    def admit(self, f: np.ndarray) -> np.ndarray:
+        """(..., N): the midpoint velocity a force f (..., N) adds over the step, M_hat^-1 f (row-wise;
+        M_hat^-1 is symmetric)."""
+        return f @ self.Mhat_inv
 
     def free_rate(self, x, v) -> np.ndarray:
         """v_f: the midpoint velocity with no force (eq. (4))."""
@@ -102,7 +119,7 @@ class LinearPmi:
         return x + self.T * v_hat, 2.0 * v_hat - v, v_hat
 
     def energy(self, x, v) -> float:
-        return 0.5 * float(v @ self.M @ v) + 0.5 * float(x @ self.K @ x)
+        return 0.5 * float(v @ (self.M @ v)) + 0.5 * float(x @ (self.K @ x))
 
 
 @dataclass(frozen=True)
@@ -237,6 +254,15 @@ class ModalPmi:
         w2 = np.clip(w2, 0.0, None)                      # rigid modes: rounding below zero
         P = Phi if P is None else np.asarray(P, float) @ Phi
         return cls(P, w2, 2.0 / T + alpha + beta * w2 + 0.5 * T * w2, float(T))
+
+    @property
+    def size(self) -> int:
+        """The modal coordinates' count."""
+        return len(self.w2)
+
+    def admit(self, f: np.ndarray) -> np.ndarray:
+        """(..., r): the midpoint rates a modal load f (..., r) adds over the step, f / mhat."""
+        return f / self.mhat
 
     def free_rate(self, q, qd) -> np.ndarray:
         return ((2.0 / self.T) * qd - self.w2 * q) / self.mhat

@@ -69,7 +69,7 @@ from sim_core.contact import solver_sor
 from sim_core.contact.clustering import kmeans_labels
 from sim_core.contact.frames import contact_frames
 from sim_core.geometry.connector import PlugSpec, packed_polygons, union_sdf
-from sim_core.systems.fem.pmi import ModalPmi
+from sim_core.systems.fem.pmi import LinearPmi, ModalPmi
 from sim_core.systems.fem.prong import ProngModels, surface_samples
 
 SIDES = (1.0, -1.0)          # right prong (x_w = a + x), left prong (mirrored)
@@ -107,7 +107,7 @@ class SnapModel:
     ``foot_M`` (3, r): the floor's summed force on a prong's fixed nodes per modal coordinate."""
     prong: ProngModels
     plug: PlugSpec
-    modal: ModalPmi
+    modal: ModalPmi | LinearPmi   # the prongs' dynamics (LinearPmi: the "nodal" Model 1)
     Ps: np.ndarray
     X_contact: np.ndarray
     foot_K: np.ndarray
@@ -163,7 +163,8 @@ class SnapInfo:
     deflection: np.ndarray = field(default_factory=lambda: np.zeros(2))   # m, each hook tip's outward x
 
 
-MODELS = ("whole", "segmented", "reduced")    # seed 003 Fig. 5's Models 1 (2), 3 and 4
+# seed 003 Fig. 5's Models 1 (2), 3 and 4, and Model 1 in node coordinates as the seed ran it
+MODELS = ("whole", "segmented", "reduced", "nodal")
 
 # The step's stages as ``step`` laps them (``laps``: any object with ``lap(stage)``, such as
 # ``sim_core.step.Laps``; ``bench/snap.py`` prints them per model).  "check" is the work after the
@@ -186,11 +187,20 @@ def _prong_dynamics(prong: ProngModels, T: float, model: str):
     """(ModalPmi with P over the contact segment's nodes, foot_K, foot_M, the prong mesh's vertices'
     motion per modal coordinate (nv, 3, r), zero at the fixed foot) for `model`: the whole FEM in
     its modes, the segmented one (both segments full, the cut's spring) in the coupled modes, or
-    the segmented, reduced one (``CoupledPmi.modal``)."""
+    the segmented, reduced one (``CoupledPmi.modal``); or "nodal", the whole FEM in its node
+    coordinates with the precalculated M_hat^-1 (``LinearPmi``: dense products of n^2 a step, the
+    seed's Model 1 -- the same motion as "whole", ``test_fem.py -k nodal_fem``), "modal" then
+    meaning the free nodes' coordinates."""
     if model not in MODELS:
         raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
     w = prong.whole
-    if model == "whole":
+    if model == "nodal":
+        rows = (3 * prong.split.whole_of[0][:, None] + np.arange(3)).ravel()   # segment 1's nodes
+        eye = np.eye(w.dof)
+        mp = LinearPmi.build(w.M, w.D, w.K, T, P=eye[rows])
+        fixed, M_af, K_af, nodal = w.X_fixed, w.M_af, w.K_af, eye
+        every = eye.reshape(w.n, 3, -1)
+    elif model == "whole":
         full = ModalPmi.build(w.M, w.K, T)
         rows = (3 * prong.split.whole_of[0][:, None] + np.arange(3)).ravel()   # segment 1's nodes
         mp = ModalPmi(full.P[rows], full.w2, full.mhat, full.T)
@@ -203,11 +213,11 @@ def _prong_dynamics(prong: ProngModels, T: float, model: str):
         p2 = prong.split.parts[1]
         fixed, M_af, K_af = p2.X_fixed, p2.M_af, p2.K_af
         nodal = c.seg[1].Q @ R[r1:]                      # segment 2's nodal coordinates per mode
-        every = np.zeros((w.n, 3, len(mp.w2)))
+        every = np.zeros((w.n, 3, mp.size))
         for part, P in ((1, nodal), (0, mp.P)):          # a cut node: the contact segment's copy
             every[prong.split.whole_of[part]] = P.reshape(-1, 3, P.shape[1])
     nf = len(fixed)
-    vertex = np.zeros((prong.mesh.nvertices, 3, len(mp.w2)))
+    vertex = np.zeros((prong.mesh.nvertices, 3, mp.size))
     on = w.free_of_all < prong.mesh.nvertices            # free nodes that are the mesh's vertices
     vertex[w.free_of_all[on]] = every[on]
     return (mp, (K_af @ nodal).reshape(nf, 3, -1).sum(axis=0), (M_af @ nodal).reshape(nf, 3, -1).sum(axis=0),
@@ -227,11 +237,11 @@ def build(prong: ProngModels, plug: PlugSpec | None = None, spacing: float = 3.5
     P2 = Ps.reshape(-1, Ps.shape[2])
     return SnapModel(prong, plug, mp, Ps, X, foot_K, foot_M, int(3 * tip), spacing, seat_z,
                      admittance or Admittance(), mu, T, packed_polygons(plug), vertex_P=vertex_P,
-                     PsT=np.ascontiguousarray(P2.T), gram=(P2 / mp.mhat) @ P2.T, **kw)
+                     PsT=np.ascontiguousarray(P2.T), gram=mp.admit(P2) @ P2.T, **kw)
 
 
 def start(model: SnapModel, p0) -> SnapState:
-    r = len(model.modal.w2)
+    r = model.modal.size
     return SnapState(0.0, np.zeros((2, r)), np.zeros((2, r)), np.asarray(p0, float).copy(), np.zeros(3))
 
 
@@ -413,6 +423,8 @@ class Solved:
     speed: np.ndarray | None = None   # (2, k) m/s, the surface points' speeds over the step
     u: np.ndarray | None = None       # (2, k, 3) m, prong frame: the surface points' displacements at
                                       # the step's end, u + T u_hat (= surface_u(q1) to round-off)
+    qh: np.ndarray | None = None      # (2, r) the prongs' midpoint rates with these forces (None: not
+                                      # formed yet; ``advance_prongs`` forms it)
 
 
 def free_rates(model: SnapModel, state: SnapState) -> np.ndarray:
@@ -433,32 +445,33 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     u0 = surface_u(model, state.q) if state.u is None else state.u
     side, node, gap, nrm, d = _detected(model, state, _reach(model, state), laps, u0)
     sol = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
-    V1, uh, speed = _moved(model, sol, qh_free, A_inv, V_free)
+    qh, V1, uh, speed = _moved(model, sol, qh_free, A_inv, V_free)
     T = model.T
     u1 = u0 + T * uh                              # the surface at q1 = q + T q_hat (advance_prongs')
     closest = d - T * (speed + float(np.linalg.norm(0.5 * (state.V + V1))))   # each point's end distance, at least
     closest[side, node] = np.inf
     if closest.min() > -MISSED_DEPTH:               # no point left out can end that deep in
         laps.lap("check")
-        return replace(sol, speed=speed, u=u1)
+        return replace(sol, speed=speed, u=u1, qh=qh)
     p1 = state.p + 0.5 * T * (state.V + V1)       # the plug's end, the core's midpoint
     extra = _missed(model, state, u0, u1, p1, side, node)
     if extra is None:
         laps.lap("check")
-        return replace(sol, speed=speed, u=u1)
+        return replace(sol, speed=speed, u=u1, qh=qh)
     side, node, gap, nrm = (np.concatenate([a, b]) for a, b in zip((side, node, gap, nrm), extra))
     laps.lap("check")
     again = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
-    _, uh, speed = _moved(model, again, qh_free, A_inv, V_free)
+    qh, _, uh, speed = _moved(model, again, qh_free, A_inv, V_free)
     laps.lap("check")
-    return replace(again, penetration=sol.penetration, speed=speed, u=u0 + T * uh)
+    return replace(again, penetration=sol.penetration, speed=speed, u=u0 + T * uh, qh=qh)
 
 
 def _moved(model: SnapModel, sol: Solved, qh_free, A_inv, V_free):
-    """What the solved forces do over the step: (the plug's end velocity (3,) m/s, the surface
-    points' midpoint velocities (2, k, 3) m/s, prong frame, and their speeds (2, k) m/s)."""
-    qh = sol.phi / model.modal.mhat + qh_free
-    return (V_free + np.asarray(A_inv, float) @ sol.F_plug, *_speeds(model, qh))
+    """What the solved forces do over the step: (the prongs' midpoint rates (2, r), the plug's end
+    velocity (3,) m/s, the surface points' midpoint velocities (2, k, 3) m/s, prong frame, and
+    their speeds (2, k) m/s)."""
+    qh = model.modal.admit(sol.phi) + qh_free
+    return (qh, V_free + np.asarray(A_inv, float) @ sol.F_plug, *_speeds(model, qh))
 
 
 def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_inv, V_free,
@@ -469,7 +482,7 @@ def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_
     seat_gap = state.p[2] - model.seat_z
     m = nc + (1 if seat_gap < model.band + 2.0 * T * max(0.0, -state.V[2]) else 0)
     pen = max(0.0, -min(float(gap.min()) if nc else np.inf, seat_gap))
-    r = len(mp.w2)
+    r = mp.size
     if not m:
         return Solved(np.zeros(3), np.zeros((2, r)), 0.0, pen, 0, 0, 0.0)
     # 4. frames and the Delassus operator W (3m, 3m) of the midpoint velocities
@@ -584,7 +597,7 @@ def advance_prongs(model: SnapModel, state: SnapState, qh_free: np.ndarray, sol:
     """Stage 6 for the prongs: (q1, qd1, the floor's force on the socket (3,) N, each hook tip's
     outward deflection (2,) m) after the step with the contact loads ``sol.phi``."""
     mp, T = model.modal, model.T
-    qh = sol.phi / mp.mhat + qh_free
+    qh = mp.admit(sol.phi) + qh_free if sol.qh is None else sol.qh    # ``solve_contacts`` formed it
     q1, qd1 = state.q + T * qh, 2.0 * qh - state.qd
     floor = np.zeros(3)                                   # the floor's force on the socket
     for s, side in enumerate(SIDES):

@@ -75,7 +75,7 @@ class SnapSocket:
     holds: tuple = ()              # it holds no body: the plug keeps its drive
 
     def start(self, model, state) -> SocketState:
-        r = len(self.snap.modal.w2)
+        r = self.snap.modal.size
         return SocketState(np.zeros((2, r)), np.zeros((2, r)), np.zeros(3), np.zeros(3), np.zeros(2))
 
     def _snap_state(self, state, sub: SocketState) -> snap.SnapState:
@@ -140,7 +140,7 @@ class SnapSocket:
     def _view(self):
         sm = self.snap
         V, F, vertex, side = socket_surface(sm.prong.mesh, sm.prong.spec, sm.spacing, sm.seat_z)
-        r = len(sm.modal.w2)
+        r = sm.modal.size
         B = np.zeros((len(V), 3, 2, r))                    # vertex motion per (side, mode)
         for s, sgn in enumerate((1.0, -1.0)):
             on = side == sgn
@@ -151,7 +151,7 @@ class SnapSocket:
     @property
     def view_size(self) -> int:
         """How many numbers ``view_state`` puts in the physics snapshot."""
-        return 2 * len(self.snap.modal.w2)
+        return 2 * self.snap.modal.size
 
     def view_state(self, sub: SocketState) -> np.ndarray:
         return sub.q.ravel()

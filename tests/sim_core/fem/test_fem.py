@@ -119,7 +119,7 @@ class _Stepper:
     the force acts on the modal coordinates as P^T f, on the nodal ones as f."""
     def __init__(self, pmi, modal: bool):
         self.pmi, self.modal = pmi, modal
-        self.n_coords = len(pmi.w2) if modal else len(pmi.M)
+        self.n_coords = pmi.size
         self.step, self.energy = pmi.step, pmi.energy
 
     def force_map(self, f):

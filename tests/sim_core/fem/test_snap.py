@@ -247,3 +247,37 @@ def test_the_carried_surface_is_the_modes_product_to_round_off():
     snap.run(m, P0, snap.descent(P0, SPEED, Z_END), DURATION, on_step=check)
     assert max(size) > 0.5 * INTERFERENCE                   # the hooks bent over the head
     assert max(diff) <= CARRIED_SURFACE_SAME * max(size), (max(diff), max(size))
+
+
+# the "nodal" Model 1 (seed 003's form: node coordinates, products with the precalculated
+# M_hat^-1) against the whole model in its modes, through first contact and 150 steps of the
+# hooks bending (the stick-slip amplifies round-off after ~300 steps): the surface points
+# relative to their largest displacement (measured 2.7e-7), the plug in m (measured 1.2e-11),
+# the contact force in N (measured 2.2e-6): the dense inverse's rounding, carried through
+# solves that stop at their 200-sweep cap with residuals up to 1e-3 N
+NODAL_SURFACE_SAME = 1e-5
+NODAL_PLUG_SAME = 1e-9
+NODAL_FORCE_SAME = 1e-4
+
+
+def test_the_nodal_model_1_snaps_as_the_modal_one():
+    """``snap.build(model="nodal")`` -- the prongs in node coordinates with M_hat^-1 precalculated
+    (``pmi.LinearPmi``), what the bench's "Model 1 nodal" times -- steps the insertion as the
+    whole model in its modes does, and gathers the same Delassus operator."""
+    pm = prong_mod.build(level="coarse")
+    mw, mn = snap.build(pm, model="whole"), snap.build(pm, model="nodal")
+    assert mn.modal.size == pm.whole.dof and np.allclose(mn.gram, mw.gram, rtol=0.0,
+                                                         atol=1e-9 * np.abs(mw.gram).max())
+    path = snap.descent(P0, SPEED, Z_END)
+    sw, sn = snap.start(mw, P0), snap.start(mn, P0)
+    touched, peak = 0, 0.0
+    for _ in range(250):
+        p_set = path(sw.t + mw.T)
+        sw, iw = snap.step(mw, sw, p_set)
+        sn, i_n = snap.step(mn, sn, p_set)
+        touched += iw.n_contacts > 0
+        peak = max(peak, float(iw.plug_force[2]))
+        assert np.abs(sw.u - sn.u).max() <= NODAL_SURFACE_SAME * max(np.abs(sw.u).max(), 1e-12)
+        assert np.abs(sw.p - sn.p).max() <= NODAL_PLUG_SAME
+        assert np.abs(iw.plug_force - i_n.plug_force).max() <= NODAL_FORCE_SAME
+    assert touched > 100 and peak > 2.0                   # well into the hooks
