@@ -17,7 +17,7 @@ from sim_core import step as step_mod
 from sim_core.config import ConfigError
 from sim_core.geometry.connector import PlugSpec, ProngSpec
 from sim_core.paths import assets_dir, scenario_path
-from sim_core.scenarios.common import contact_params, drive_gains, set_rotation
+from sim_core.scenarios.common import arm_system, contact_params, drive_gains, set_rotation
 from sim_core.systems.fem import prong as prong_mod
 from sim_core.systems.fem import snap
 from sim_core.systems.fem.assembly import Material
@@ -139,8 +139,11 @@ def world(cfg: dict, src: str = "config") -> tuple[Model, State]:
     m, a, b, c = pl["mass"], 2.0 * pl["head_half"], so["width"], 4.0 * pl["head_height"]
     body = RigidBody("plug", m, m / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b]), np.zeros(3))
     K, D = drive_gains(cfg)
+    systems = (sock,)
+    if cfg["arm"]["robot"] == "panda":                     # folded first: the socket solves against the
+        systems = (arm_system(cfg, K, D, body=0), sock)    # plug's block with the arm in it
     model = Model(bodies=(body,), shapes=(), pairs=(), contact=contact_params(cfg["contact"]),
-                  drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"], systems=(sock,), hand_body=0)
+                  drive=Drive(K[None], D[None]), dt=cfg["scenario"]["dt"], systems=systems, hand_body=0)
     st = cfg["start"]
     R0 = set_rotation(np.radians(st["yaw_deg"]), *np.radians(st["tilt_deg"]))
     state = State(0.0, np.array(st["position"], dtype=np.float64), R0, np.zeros(6))
