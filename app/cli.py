@@ -220,7 +220,10 @@ def cmd_assets_build(a) -> int:
     manifest = build_assets(out, target_triangles=a.triangles)
     for name, e in manifest["parts"].items():
         print(f"{name:22s} {e['triangles']:7d} triangles  {e['file']}")
-    print(f"wrote {len(manifest['parts'])} parts and parts/manifest.json under {out}")
+    from sim_core.scenarios.snap_fit import write_prong_meshes
+    prongs = write_prong_meshes(out / "fem")            # the snap fits' FEM meshes (docs/snap.md)
+    print(f"wrote {len(manifest['parts'])} parts and parts/manifest.json, {len(prongs)} prong meshes in fem/ "
+          f"under {out}")
     return 0
 
 

@@ -25,13 +25,20 @@ issue's requirement; an unstructured mesher is an option, not a need, for this p
 """
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import math
-from dataclasses import dataclass
+import os
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from sim_core.geometry.sdf import _SDFBase
+from sim_core.paths import assets_dir
 
 MIN_CELLS_Z = 4        # the fewest cells up a prong: fewer cannot place the hook's breaks
 
@@ -133,6 +140,75 @@ def prong_mesh(spec: ProngSpec, nx: int, ny: int, nz: int):
 # Mesh levels the scenario ships (issue 27: near seed 003 Table I's 663 and 1,266 DOF with the
 # quadratic element, after the foot's nodes are fixed; docs/snap.md measures each)
 LEVELS = {"coarse": (1, 1, 12), "fine": (1, 2, 14)}
+
+# -- the cached meshes (``tightsim assets build``: assets/fem/) ------------------------------------
+# A prong's mesh is a pure function of its spec and cell counts, so the cache is a copy, written
+# once and checked on every read: the file is named by the digest of (format, spec, cells) and
+# holds them, so a file for another prong is never taken for this one.
+PRONG_CACHE_FORMAT = 1
+
+
+def prong_key(spec: ProngSpec, cells) -> str:
+    """The digest (16 hex) a prong's cached mesh is filed under."""
+    text = json.dumps({"format": PRONG_CACHE_FORMAT, "spec": asdict(spec), "cells": [int(c) for c in cells]},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def prong_cache_path(folder, spec: ProngSpec, level: str):
+    return Path(folder) / f"prong_{prong_key(spec, LEVELS[level])}.npz"
+
+
+def write_prong_mesh(folder, spec: ProngSpec, level: str):
+    """Write the prong's mesh at `level` to `folder` (``prong_cache_path``), atomically; its path."""
+    mesh = prong_mesh(spec, *LEVELS[level])
+    path = prong_cache_path(folder, spec, level)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez(buf, format=np.int64(PRONG_CACHE_FORMAT), spec=np.array(json.dumps(asdict(spec), sort_keys=True)),
+             cells=np.array(LEVELS[level], np.int64), p=np.asarray(mesh.p, np.float64), t=np.asarray(mesh.t, np.int64))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(buf.getvalue())
+    os.replace(tmp, path)
+    return path
+
+
+def cached_prong_mesh(spec: ProngSpec, level: str, folder=None):
+    """The prong's mesh at `level`: read from the cache `folder` (default assets/fem/) where
+    ``tightsim assets build`` wrote it, else built (the same mesh: deterministic).  A cache file
+    that cannot be read, lacks a field, or holds another prong or a broken mesh is a one-line
+    ValueError naming the file and the field."""
+
+    from skfem import MeshTet
+
+    if level not in LEVELS:
+        raise ValueError(f"mesh level: must be one of {sorted(LEVELS)}, got {level!r}")
+    path = prong_cache_path(assets_dir() / "fem" if folder is None else folder, spec, level)
+    if not path.exists():
+        return prong_mesh(spec, *LEVELS[level])
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: cannot read the cached prong mesh ({type(e).__name__}); rebuild it with "
+                         f"`tightsim assets build`") from None
+
+    def field(name: str) -> np.ndarray:
+        if name not in data:
+            raise ValueError(f"{path}: field '{name}' missing")
+        return data[name]
+    if field("format").shape != () or int(field("format")) != PRONG_CACHE_FORMAT:
+        raise ValueError(f"{path}: field 'format' is {field('format')!r}, expected {PRONG_CACHE_FORMAT}")
+    if str(field("spec")) != json.dumps(asdict(spec), sort_keys=True):
+        raise ValueError(f"{path}: field 'spec' is another prong's")
+    if field("cells").tolist() != list(LEVELS[level]):
+        raise ValueError(f"{path}: field 'cells' is {field('cells').tolist()}, expected {list(LEVELS[level])}")
+    p, t = field("p"), field("t")
+    if p.dtype != np.float64 or p.ndim != 2 or p.shape[0] != 3 or not np.isfinite(p).all():
+        raise ValueError(f"{path}: field 'p' is not finite float64 points (3, n)")
+    if t.dtype != np.int64 or t.ndim != 2 or t.shape[0] != 4 or t.size == 0 or t.min() < 0 or t.max() >= p.shape[1]:
+        raise ValueError(f"{path}: field 't' is not int64 tetrahedra (4, m) indexing the points")
+    return MeshTet(p, t)
 
 
 @dataclass(frozen=True)

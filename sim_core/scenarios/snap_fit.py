@@ -109,6 +109,18 @@ def plugs() -> dict[str, PlugSpec]:
     return out
 
 
+def write_prong_meshes(folder) -> list:
+    """``tightsim assets build``: the shipped connectors' prong meshes at every level, cached
+    under `folder` (``connector.write_prong_mesh``); their paths."""
+    from sim_core.geometry.connector import LEVELS, write_prong_mesh
+    out = []
+    for name in SHIPPED:
+        path = scenario_path(name)
+        spec = prong_spec(config_mod.load(path), str(path))
+        out.extend(write_prong_mesh(folder, spec, level) for level in LEVELS)
+    return out
+
+
 def plug_sdf(cfg: dict, src: str = "config"):
     """The plug's signed distance as ``[contact] detector`` says: None for the exact profile (the
     detection kernel's own), else the trained network of the shipped plug of this geometry
@@ -158,8 +170,8 @@ def meshes(cfg: dict, src: str = "config") -> dict:
     from sim_core.geometry.mesh import TriMesh
     so = cfg["socket"]
     spec = prong_spec(cfg, src)
-    V, F, _, _ = connector.socket_surface(connector.prong_mesh(spec, *connector.LEVELS[so["mesh"]]), spec,
-                                          so["spacing"], so["seat"])
+    V, F, _, _ = connector.socket_surface(connector.cached_prong_mesh(spec, so["mesh"]), spec, so["spacing"],
+                                          so["seat"])
     plug = connector.plug_surface(plug_spec(cfg, src), 0.6 * so["width"])
     return {SnapSocket.VIEW_NAME: TriMesh(V, F), "plug": TriMesh(*plug)}
 

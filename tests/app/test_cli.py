@@ -23,7 +23,7 @@ def test_help_everywhere(args):
 
 def _hashes(folder: Path) -> dict:
     return {f"{sub}/{p.name}": hashlib.sha256(p.read_bytes()).hexdigest()
-            for sub in ("parts", "robots") for p in sorted((folder / sub).iterdir())}
+            for sub in ("parts", "robots", "fem") for p in sorted((folder / sub).iterdir())}
 
 
 def test_assets_build_twice_identical_and_matches_shipped(tmp_path):
@@ -31,7 +31,7 @@ def test_assets_build_twice_identical_and_matches_shipped(tmp_path):
     assert _cli("assets", "build", "--out", str(a)).returncode == 0
     assert _cli("assets", "build", "--out", str(b)).returncode == 0
     ha, hb = _hashes(a), _hashes(b)
-    assert ha == hb and len(ha) == 27            # 24 parts + manifest + 2 arm URDFs
+    assert ha == hb and len(ha) == 33            # 24 parts + manifest + 2 arm URDFs + 6 prong meshes
     shipped = _hashes(ROOT / "assets")
     stale = sorted(k for k in ha if shipped.get(k) != ha[k])
     assert not stale, f"assets/ is out of date, run `tightsim assets build`: {stale}"

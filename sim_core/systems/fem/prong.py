@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_core.geometry.connector import LEVELS, ProngSpec, prong_mesh
+from sim_core.geometry.connector import LEVELS, ProngSpec, cached_prong_mesh
 from sim_core.systems.fem.assembly import FemModel, Material
 from sim_core.systems.fem.pmi import CoupledPmi, Segment
 from sim_core.systems.fem.reduction import Basis, balanced_basis
@@ -82,7 +82,7 @@ def build(spec: ProngSpec | None = None, material: Material | None = None, level
     spec, material = spec or ProngSpec(), material or Material()
     if level not in LEVELS:
         raise ValueError(f"mesh level: must be one of {sorted(LEVELS)}, got {level!r}")
-    mesh = prong_mesh(spec, *LEVELS[level])
+    mesh = cached_prong_mesh(spec, level)       # assets/fem/, or built: the same mesh
     sp_ = split(mesh, material, element, spec.hook_bottom)
     p1 = sp_.parts[0]
     contact = np.flatnonzero(p1.surface & (p1.X[:, 0] <= INNER_SIDE) & ~np.isin(np.arange(p1.n), sp_.couple[0]))
