@@ -176,8 +176,10 @@ def write_prong_mesh(folder, spec: ProngSpec, level: str):
 def cached_prong_mesh(spec: ProngSpec, level: str, folder=None):
     """The prong's mesh at `level`: read from the cache `folder` (default assets/fem/) where
     ``tightsim assets build`` wrote it, else built (the same mesh: deterministic).  A cache file
-    that cannot be read, lacks a field, or holds another prong or a broken mesh is a one-line
-    ValueError naming the file and the field."""
+    that cannot be read, lacks a field, or holds another format, another prong or a broken mesh
+    is a one-line ValueError naming the file and the field.  A change to ``prong_mesh`` must bump
+    ``PRONG_CACHE_FORMAT`` (the key) and rebuild the assets: a well-formed file from an older
+    mesher passes these checks (the tests compare the shipped files with a fresh build)."""
 
     from skfem import MeshTet
 
@@ -197,12 +199,15 @@ def cached_prong_mesh(spec: ProngSpec, level: str, folder=None):
         if name not in data:
             raise ValueError(f"{path}: field '{name}' missing")
         return data[name]
-    if field("format").shape != () or int(field("format")) != PRONG_CACHE_FORMAT:
-        raise ValueError(f"{path}: field 'format' is {field('format')!r}, expected {PRONG_CACHE_FORMAT}")
-    if str(field("spec")) != json.dumps(asdict(spec), sort_keys=True):
-        raise ValueError(f"{path}: field 'spec' is another prong's")
-    if field("cells").tolist() != list(LEVELS[level]):
-        raise ValueError(f"{path}: field 'cells' is {field('cells').tolist()}, expected {list(LEVELS[level])}")
+    fmt = field("format")
+    if fmt.shape != () or fmt.dtype.kind not in "iu" or int(fmt) != PRONG_CACHE_FORMAT:
+        raise ValueError(f"{path}: field 'format' is not the integer {PRONG_CACHE_FORMAT}")
+    sp = field("spec")
+    if sp.shape != () or sp.dtype.kind != "U" or str(sp) != json.dumps(asdict(spec), sort_keys=True):
+        raise ValueError(f"{path}: field 'spec' is not this prong's")
+    cells = field("cells")
+    if cells.dtype.kind not in "iu" or cells.tolist() != list(LEVELS[level]):
+        raise ValueError(f"{path}: field 'cells' is not {list(LEVELS[level])}")
     p, t = field("p"), field("t")
     if p.dtype != np.float64 or p.ndim != 2 or p.shape[0] != 3 or not np.isfinite(p).all():
         raise ValueError(f"{path}: field 'p' is not finite float64 points (3, n)")

@@ -167,8 +167,10 @@ class SnapInfo:
 MODELS = ("whole", "segmented", "reduced", "nodal")
 
 # The step's stages as ``step`` laps them (``laps``: any object with ``lap(stage)``, such as
-# ``sim_core.step.Laps``; ``bench/snap.py`` prints them per model).  "check" is the work after the
-# solve: the surface points' speeds (the next step's reach) and ``_missed`` with its second solve.
+# ``sim_core.step.Laps``; ``bench/snap.py`` prints them per model).  "solve" is the block SOR alone;
+# "check" is the work after it: the forces' modal loads and the prongs' midpoint rates, the surface
+# points' velocities and speeds (the next step's reach), and ``_missed``'s check -- a second solve's
+# frames, operator and sweeps lap as "delassus" and "solve" again.
 STAGES = ("free", "detection", "representatives", "delassus", "solve", "check", "integration")
 # the stages whose cost grows with the prongs' modal coordinates r (products with Ps, PsT or the
 # modes); the others -- the k-means and the contact solve -- cost the same in every model
@@ -189,7 +191,8 @@ def _prong_dynamics(prong: ProngModels, T: float, model: str):
     its modes, the segmented one (both segments full, the cut's spring) in the coupled modes, or
     the segmented, reduced one (``CoupledPmi.modal``); or "nodal", the whole FEM in its node
     coordinates with the precalculated M_hat^-1 (``LinearPmi``: dense products of n^2 a step, the
-    seed's Model 1 -- the same motion as "whole", ``test_fem.py -k nodal_fem``), "modal" then
+    seed's Model 1 -- the same motion as "whole" while the material is undamped, the default:
+    "whole" steps M and K alone, "nodal" M, D and K; ``test_fem.py -k nodal_fem``), "modal" then
     meaning the free nodes' coordinates."""
     if model not in MODELS:
         raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
@@ -506,12 +509,11 @@ def _solve(model: SnapModel, state: SnapState, side, node, gap, nrm, qh_free, A_
     lam, _, _, sweeps, resid, _ = solver_sor.sor(G, np.ascontiguousarray(W), u_free, bn, mu, 1.0,
                                                  SOLVER_ITERATIONS, SOLVER_TOL, np.zeros((m, 3)),
                                                  np.zeros(3 * m), 0.0, 0.0)
+    laps.lap("solve")                                 # the loads below, O(m r), are the caller's "check"
     f_w = (C @ lam[:, :, None])[:, :, 0]              # on side A, world
     seat = float(lam[-1, 0]) if m > nc else 0.0
-    sol = Solved(-f_w.sum(axis=0), _modal_loads(model.Ps, node, side, sign, f_w, r), seat, pen, m, int(sweeps),
-                 float(resid))
-    laps.lap("solve")
-    return sol
+    return Solved(-f_w.sum(axis=0), _modal_loads(model.Ps, node, side, sign, f_w, r), seat, pen, m, int(sweeps),
+                  float(resid))
 
 
 @njit(cache=True)
@@ -587,7 +589,7 @@ def delassus_numpy(model: SnapModel, side, node, C, qh, A_inv, Vh):
     J[rows, :, side] = model.Ps[node]
     J[rows, 0, side] *= np.array(SIDES)[side][:, None]
     Jc = np.matmul(C.transpose(0, 2, 1), J.reshape(m, 3, 2 * r)).reshape(3 * m, 2 * r)
-    W = (Jc / np.tile(model.modal.mhat, 2)) @ Jc.T
+    W = np.hstack([model.modal.admit(Jc[:, :r]), model.modal.admit(Jc[:, r:])]) @ Jc.T
     Cp = C.transpose(0, 2, 1).reshape(3 * m, 3)
     W += (Cp @ (0.5 * A_inv)) @ Cp.T
     return W, Jc @ qh.ravel() - Cp @ Vh, Jc

@@ -57,12 +57,22 @@ def _damage(path, how):
         data["p"][1, 3] = np.nan
     elif how == "another prong":
         data["spec"] = np.array(str(data["spec"]).replace("0.012", "0.013"))
+    elif how == "format text":
+        data["format"] = np.array("one")
+    elif how == "format float":
+        data["format"] = np.float64(1.9)
+    elif how == "format array":
+        data["format"] = np.arange(40)
+    elif how == "other cells":
+        data["cells"] = np.array([1, 1, 13])
     np.savez(path, **data)
 
 
 @pytest.mark.parametrize("how, field", [("garbage", "cannot read"), ("no t", "field 't' missing"),
                                         ("t out of range", "field 't'"), ("p not finite", "field 'p'"),
-                                        ("another prong", "field 'spec'")])
+                                        ("another prong", "field 'spec'"), ("format text", "field 'format'"),
+                                        ("format float", "field 'format'"), ("format array", "field 'format'"),
+                                        ("other cells", "field 'cells'")])
 def test_a_bad_cache_file_is_one_line_naming_the_file_and_field(tmp_path, how, field):
     spec = _shipped_specs()[0]
     path = connector.write_prong_mesh(tmp_path, spec, "coarse")
