@@ -56,7 +56,7 @@ def ply_bytes(mesh: TriMesh) -> bytes:
     return header + v.tobytes() + rec.tobytes()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
@@ -66,7 +66,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def write_ply(path: Path, mesh: TriMesh) -> str:
     """Write `mesh` to `path`; returns the file's sha256 (hex)."""
     data = ply_bytes(mesh)
-    _write_atomic(Path(path), data)
+    write_atomic(Path(path), data)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -112,7 +112,7 @@ def build_assets(out_dir: Path, target_triangles: int = 5000, parts: dict | None
                          "volume": float(signed_volume(mesh))}
     manifest = {"format": MANIFEST_FORMAT, "units": "m", "target_triangles": int(target_triangles),
                 "parts": entries}
-    _write_atomic(pdir / "manifest.json", manifest_text(manifest).encode("utf-8"))
+    write_atomic(pdir / "manifest.json", manifest_text(manifest).encode("utf-8"))
     write_robots(out_dir)
     return manifest
 
@@ -126,7 +126,7 @@ def write_robots(out_dir: Path) -> list[Path]:
     out = []
     for name, joint in (("panda", False), ("panda_gripper", True)):
         path = rdir / f"{name}.urdf"
-        _write_atomic(path, panda.urdf_text(joint).encode("utf-8"))
+        write_atomic(path, panda.urdf_text(joint).encode("utf-8"))
         out.append(path)
     return out
 

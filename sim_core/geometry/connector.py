@@ -29,7 +29,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -161,15 +160,14 @@ def prong_cache_path(folder, spec: ProngSpec, level: str):
 
 def write_prong_mesh(folder, spec: ProngSpec, level: str):
     """Write the prong's mesh at `level` to `folder` (``prong_cache_path``), atomically; its path."""
+    from sim_core.geometry.assets import write_atomic  # assets' writer; it imports the part meshers
     mesh = prong_mesh(spec, *LEVELS[level])
     path = prong_cache_path(folder, spec, level)
     Path(folder).mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, format=np.int64(PRONG_CACHE_FORMAT), spec=np.array(json.dumps(asdict(spec), sort_keys=True)),
              cells=np.array(LEVELS[level], np.int64), p=np.asarray(mesh.p, np.float64), t=np.asarray(mesh.t, np.int64))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    os.replace(tmp, path)
+    write_atomic(path, buf.getvalue())
     return path
 
 

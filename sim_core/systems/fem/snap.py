@@ -253,6 +253,11 @@ def surface_u(model: SnapModel, q: np.ndarray) -> np.ndarray:
     return (q @ model.PsT).reshape(2, len(model.X_contact), 3)       # one BLAS product
 
 
+def _surface(model: SnapModel, state: SnapState) -> np.ndarray:
+    """The state's surface displacements: carried (``SnapState.u``), or formed from its q."""
+    return surface_u(model, state.q) if state.u is None else state.u
+
+
 def _distances(model: SnapModel, u: np.ndarray, p: np.ndarray, reach: float, among: np.ndarray | None = None):
     """The surface points' signed distances to the plug with the prongs' surface displaced by u
     (2, k, 3) m (``surface_u``) and the plug's origin at p (3,): (d (2, k) m, inf beyond `reach`
@@ -281,13 +286,13 @@ def _plug_sdf(model: SnapModel, rel: np.ndarray, rel_xz: np.ndarray, idx: np.nda
 def _detect(model: SnapModel, state: SnapState):
     """``_detected``'s candidates: (side (n,) int, node index (n,) int, gap (n,) m, outward normal
     (n, 3) world)."""
-    return _detected(model, state, _reach(model, state))[:4]
+    return _detected(model, state, _reach(model, state), _surface(model, state))[:4]
 
 
-def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, laps=_NO_LAPS, u=None):
+def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, u: np.ndarray, laps=_NO_LAPS):
     """The candidate points, side 0's then side 1's, and every point's distance: (side (n,) int,
     node index (n,) int, gap (n,) m, outward normal (n, 3) world, d (2, k) m (inf beyond reach of
-    the plug's box)).
+    the plug's box)), the prongs' surface displaced by u (2, k, 3) (``_surface``).
 
     A point is a candidate within the band plus twice what the two sides may travel this step:
     the plug at its speed, and the point itself as far as it went in the last step
@@ -300,8 +305,6 @@ def _detected(model: SnapModel, state: SnapState, reach_pt: np.ndarray, laps=_NO
     spread the representatives over the whole prong (3 -> 23-55 um deep at the shipped speed).
     A point that starts moving within the step (a hook let go by the head) is caught after the
     solve (``_missed``)."""
-    if u is None:
-        u = surface_u(model, state.q) if state.u is None else state.u
     d, g, rel = _distances(model, u, state.p, float(np.max(reach_pt)))
     laps.lap("detection")
     found = _candidates(_pick(model, d < reach_pt, rel, g, d), d, g)
@@ -445,8 +448,8 @@ def solve_contacts(model: SnapModel, state: SnapState, qh_free: np.ndarray, A_in
     (``_missed``: a hook let go by the head springs in within the step, up to ~0.5 mm, and was
     found 24 um inside the neck the next step at 300-950 mm/s insertions).  `laps`: the stages'
     wall time (``STAGES``)."""
-    u0 = surface_u(model, state.q) if state.u is None else state.u
-    side, node, gap, nrm, d = _detected(model, state, _reach(model, state), laps, u0)
+    u0 = _surface(model, state)
+    side, node, gap, nrm, d = _detected(model, state, _reach(model, state), u0, laps)
     sol = _solve(model, state, side, node, gap, nrm, qh_free, A_inv, V_free, laps)
     qh, V1, uh, speed = _moved(model, sol, qh_free, A_inv, V_free)
     T = model.T
